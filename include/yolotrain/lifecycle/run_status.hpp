@@ -1,0 +1,77 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace yolotrain::lifecycle {
+
+/// Where a run is.
+enum class RunState { Starting, Running, Pausing, Paused, Stopping, Stopped, Completed, Failed };
+
+/// "starting", "running", "pausing", "paused", "stopping", "stopped", "completed", "failed".
+const char* to_string(RunState state) noexcept;
+
+/// Resident memory of this process in bytes (from /proc/self/statm), or 0 if unknown.
+std::int64_t resident_bytes() noexcept;
+
+/// Keeps `status.json` (or any path) up to date: rewritten atomically on every state change,
+/// checkpoint and request, and at most every `interval` for progress. A failed write is reported
+/// once on stderr and through last_error(); it never interrupts training.
+/// Fields: state, pid, step, epoch, started/updated (Unix seconds), last_checkpoint {path, step,
+/// time}, requests (what was asked and when), throughput, memory {rss_bytes, cuda...}, error,
+/// metrics (free-form numbers such as losses).
+class RunStatus {
+ public:
+  explicit RunStatus(std::filesystem::path file,
+                     std::chrono::milliseconds interval = std::chrono::seconds(5));
+
+  /// Sets the state and writes now.
+  void set_state(RunState state);
+  RunState state() const;
+  /// Records progress; writes if `interval` passed since the last write.
+  void set_progress(std::int64_t step, std::int64_t epoch);
+  /// Records a throughput figure ("images/s", "steps/s"...).
+  void set_throughput(double value, const std::string& unit);
+  /// Sets a free-form number (e.g. "loss").
+  void set_metric(const std::string& name, double value);
+  /// Records the newest checkpoint and writes now.
+  void set_checkpoint(const std::filesystem::path& path, std::int64_t step, double wall_time);
+  /// Records a request that was seen ("SIGUSR1: pause") and writes now.
+  void note_request(const std::string& request);
+  /// Records an error (the run failed, or a checkpoint write failed) and writes now.
+  void set_error(const std::string& message);
+  /// Writes now.
+  void write();
+  /// Writes if `interval` passed since the last write.
+  void maybe_write();
+
+  const std::filesystem::path& path() const { return file_; }
+  std::optional<std::string> last_error() const;
+
+ private:
+  void write_locked();
+
+  std::filesystem::path file_;
+  std::chrono::milliseconds interval_;
+  mutable std::mutex mutex_;
+  RunState state_ = RunState::Starting;
+  std::int64_t step_ = 0, epoch_ = 0;
+  double started_ = 0;
+  std::chrono::steady_clock::time_point last_write_{};
+  std::optional<std::pair<double, std::string>> throughput_;
+  std::map<std::string, double> metrics_;
+  std::optional<std::string> checkpoint_path_;
+  std::int64_t checkpoint_step_ = 0;
+  double checkpoint_time_ = 0;
+  std::vector<std::pair<double, std::string>> requests_;
+  std::optional<std::string> error_;
+  std::optional<std::string> write_error_;
+};
+
+}  // namespace yolotrain::lifecycle

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <csignal>
+#include <map>
+#include <vector>
+
+#include "yolotrain/lifecycle/control_token.hpp"
+
+namespace yolotrain::lifecycle {
+
+/// What a signal asks of a run.
+enum class SignalAction {
+  Stop,        ///< graceful stop with a checkpoint (a second one >= 1 s later forces _exit(128+signo))
+  Pause,       ///< pause at the next safe point
+  Suspend,     ///< pause, release memory, then SIGSTOP the process so `fg` resumes it (Ctrl+Z)
+  Resume,      ///< end a pause
+  Checkpoint,  ///< write a checkpoint now and continue
+  Ignore,      ///< do nothing (the signal is caught so its default action does not run)
+};
+
+/// Signal number -> action.
+using SignalMapping = std::map<int, SignalAction>;
+
+/// The default mapping: SIGINT/SIGTERM stop, SIGUSR1 pause, SIGUSR2/SIGCONT resume, SIGHUP
+/// checkpoint now, SIGTSTP suspend.
+SignalMapping default_signal_mapping();
+
+/// Options of a SignalBinding.
+struct SignalBindingOptions {
+  SignalMapping mapping = default_signal_mapping();
+  /// A second stop signal at least this long after the first forces an immediate exit; sooner
+  /// ones are duplicates (torchrun forwards a terminal's Ctrl+C ~10 ms after the worker got it).
+  std::chrono::milliseconds force_exit_after{1000};
+};
+
+/// RAII: while alive, the mapped signals only set requests on `token` (their handlers touch
+/// nothing else, so they are async-signal-safe and correct on any thread that receives them).
+/// The destructor restores the previous handlers and the calling thread's signal mask.
+/// One binding may be alive at a time in a process; creating a second throws yolotrain::Error.
+class SignalBinding {
+ public:
+  explicit SignalBinding(ControlToken& token, SignalBindingOptions options = {});
+  ~SignalBinding();
+  SignalBinding(const SignalBinding&) = delete;
+  SignalBinding& operator=(const SignalBinding&) = delete;
+
+  /// The signals this binding handles.
+  std::vector<int> signals() const;
+
+ private:
+  struct Saved {
+    int signo;
+    struct sigaction previous;
+  };
+  std::vector<Saved> saved_;
+  sigset_t previous_mask_{};
+};
+
+/// Blocks the default-mapped signals in the calling thread (and so in every thread it starts).
+/// Library threads call it first so that signals land on the host's threads, never on theirs.
+void block_lifecycle_signals_in_this_thread() noexcept;
+
+}  // namespace yolotrain::lifecycle

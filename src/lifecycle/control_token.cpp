@@ -1,0 +1,144 @@
+#include "yolotrain/lifecycle/control_token.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <cerrno>
+#include <ctime>
+#include <unistd.h>
+
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::lifecycle {
+
+const char* to_string(StopReason reason) noexcept {
+  switch (reason) {
+    case StopReason::None: return "none";
+    case StopReason::Signal: return "signal";
+    case StopReason::Deadline: return "deadline";
+    case StopReason::Api: return "api";
+  }
+  return "unknown";
+}
+
+ControlToken::ControlToken() {
+  if (sem_init(&sem_, 0, 0) != 0) throw Error("ControlToken: sem_init failed");
+}
+
+ControlToken::~ControlToken() { sem_destroy(&sem_); }
+
+std::int64_t ControlToken::monotonic_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+void ControlToken::wake() noexcept {
+  // One post per waiter (at least one), so every blocked thread re-checks the state.
+  int n = waiters_.load(std::memory_order_acquire);
+  for (int i = 0; i < (n > 0 ? n : 1); ++i) sem_post(&sem_);
+}
+
+void ControlToken::request_stop(StopReason reason, int signo, bool force) noexcept {
+  int code = reason == StopReason::Signal ? signo : -static_cast<int>(reason);
+  if (code == 0) code = -static_cast<int>(StopReason::Api);
+  int expected = 0;
+  if (stop_code_.compare_exchange_strong(expected, code, std::memory_order_acq_rel)) {
+    stop_time_ns_.store(monotonic_ns(), std::memory_order_release);
+  }
+  if (force) force_.store(true, std::memory_order_release);
+  wake();
+}
+
+void ControlToken::request_pause() noexcept {
+  paused_.store(true, std::memory_order_release);
+  wake();
+}
+
+void ControlToken::request_suspend() noexcept {
+  suspend_.store(true, std::memory_order_release);
+  request_pause();
+}
+
+void ControlToken::request_resume() noexcept {
+  suspend_.store(false, std::memory_order_release);
+  paused_.store(false, std::memory_order_release);
+  wake();
+}
+
+void ControlToken::request_checkpoint() noexcept {
+  checkpoint_.fetch_add(1, std::memory_order_acq_rel);
+  wake();
+}
+
+StopReason ControlToken::stop_reason() const noexcept {
+  int code = stop_code_.load(std::memory_order_acquire);
+  if (code == 0) return StopReason::None;
+  if (code > 0) return StopReason::Signal;
+  return static_cast<StopReason>(-code);
+}
+
+int ControlToken::stop_signal() const noexcept {
+  int code = stop_code_.load(std::memory_order_acquire);
+  return code > 0 ? code : 0;
+}
+
+std::string ControlToken::stop_description() const {
+  int signo = stop_signal();
+  if (signo == 0) return to_string(stop_reason());
+  const char* abbrev = sigabbrev_np(signo);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+bool ControlToken::sem_wait_until(std::int64_t deadline_ns) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(deadline_ns / 1000000000LL);
+  ts.tv_nsec = static_cast<long>(deadline_ns % 1000000000LL);
+  while (sem_clockwait(&sem_, CLOCK_MONOTONIC, &ts) != 0) {
+    if (errno == ETIMEDOUT) return false;
+    if (errno != EINTR) return false;
+  }
+  return true;
+}
+
+bool ControlToken::wait_while_paused(std::optional<std::chrono::milliseconds> timeout) {
+  if (suspend_.exchange(false, std::memory_order_acq_rel) && pause_requested() &&
+      !stop_requested()) {
+    kill(getpid(), SIGSTOP);  // `fg` sends SIGCONT, which (by default) resumes the token
+  }
+  const std::int64_t deadline =
+      timeout ? monotonic_ns() + static_cast<std::int64_t>(timeout->count()) * 1000000LL : 0;
+  waiters_.fetch_add(1, std::memory_order_acq_rel);
+  bool ended = true;
+  while (pause_requested() && !stop_requested()) {
+    // Without a timeout, wake at least once a minute anyway: costs nothing and survives a lost post.
+    std::int64_t until = timeout ? deadline : monotonic_ns() + 60'000'000'000LL;
+    if (!sem_wait_until(until) && timeout && monotonic_ns() >= deadline) {
+      ended = !pause_requested() || stop_requested();
+      break;
+    }
+  }
+  waiters_.fetch_sub(1, std::memory_order_acq_rel);
+  return ended;
+}
+
+void ControlToken::wait_for_request(std::chrono::milliseconds timeout) {
+  const std::int64_t deadline = monotonic_ns() + static_cast<std::int64_t>(timeout.count()) * 1000000LL;
+  waiters_.fetch_add(1, std::memory_order_acq_rel);
+  while (!stop_requested() && !pause_requested() && !checkpoint_requested()) {
+    if (!sem_wait_until(deadline) && monotonic_ns() >= deadline) break;
+  }
+  waiters_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void ControlToken::reset() noexcept {
+  stop_code_.store(0);
+  stop_time_ns_.store(0);
+  force_.store(false);
+  paused_.store(false);
+  suspend_.store(false);
+  checkpoint_.store(0);
+  while (sem_trywait(&sem_) == 0) {
+  }
+}
+
+}  // namespace yolotrain::lifecycle

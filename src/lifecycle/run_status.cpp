@@ -1,0 +1,145 @@
+#include "yolotrain/lifecycle/run_status.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/cuda_guard.hpp"
+
+namespace yolotrain::lifecycle {
+namespace {
+
+constexpr std::size_t kMaxRequests = 50;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+const char* to_string(RunState state) noexcept {
+  switch (state) {
+    case RunState::Starting: return "starting";
+    case RunState::Running: return "running";
+    case RunState::Pausing: return "pausing";
+    case RunState::Paused: return "paused";
+    case RunState::Stopping: return "stopping";
+    case RunState::Stopped: return "stopped";
+    case RunState::Completed: return "completed";
+    case RunState::Failed: return "failed";
+  }
+  return "unknown";
+}
+
+std::int64_t resident_bytes() noexcept {
+  std::ifstream in("/proc/self/statm");
+  long long pages_total = 0, pages_resident = 0;
+  if (!(in >> pages_total >> pages_resident)) return 0;
+  return pages_resident * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+RunStatus::RunStatus(std::filesystem::path file, std::chrono::milliseconds interval)
+    : file_(std::move(file)), interval_(interval), started_(unix_now()) {}
+
+void RunStatus::set_state(RunState state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = state;
+  write_locked();
+}
+
+RunState RunStatus::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+
+void RunStatus::set_progress(std::int64_t step, std::int64_t epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_ = step;
+  epoch_ = epoch;
+  if (std::chrono::steady_clock::now() - last_write_ >= interval_) write_locked();
+}
+
+void RunStatus::set_throughput(double value, const std::string& unit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  throughput_ = {value, unit};
+}
+
+void RunStatus::set_metric(const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  metrics_[name] = value;
+}
+
+void RunStatus::set_checkpoint(const std::filesystem::path& path, std::int64_t step, double wall_time) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  checkpoint_path_ = path.string();
+  checkpoint_step_ = step;
+  checkpoint_time_ = wall_time;
+  write_locked();
+}
+
+void RunStatus::note_request(const std::string& request) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  requests_.emplace_back(unix_now(), request);
+  if (requests_.size() > kMaxRequests) requests_.erase(requests_.begin());
+  write_locked();
+}
+
+void RunStatus::set_error(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  error_ = message;
+  write_locked();
+}
+
+void RunStatus::write() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  write_locked();
+}
+
+void RunStatus::maybe_write() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (std::chrono::steady_clock::now() - last_write_ >= interval_) write_locked();
+}
+
+std::optional<std::string> RunStatus::last_error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return write_error_;
+}
+
+void RunStatus::write_locked() {
+  last_write_ = std::chrono::steady_clock::now();
+  nlohmann::ordered_json j;
+  j["state"] = to_string(state_);
+  j["pid"] = static_cast<long>(getpid());
+  j["step"] = step_;
+  j["epoch"] = epoch_;
+  j["started"] = started_;
+  j["updated"] = unix_now();
+  if (checkpoint_path_) {
+    j["last_checkpoint"] = {{"path", *checkpoint_path_}, {"step", checkpoint_step_}, {"time", checkpoint_time_}};
+  } else {
+    j["last_checkpoint"] = nullptr;
+  }
+  j["requests"] = nlohmann::ordered_json::array();
+  for (const auto& [time, what] : requests_) j["requests"].push_back({{"time", time}, {"request", what}});
+  if (throughput_) j["throughput"] = {{"value", throughput_->first}, {"unit", throughput_->second}};
+  j["memory"] = {{"rss_bytes", resident_bytes()}};
+  const CudaMemory cuda = cuda_memory();
+  if (cuda.cuda) {
+    j["memory"]["cuda"] = {{"device", cuda.device}, {"allocated", cuda.allocated}, {"reserved", cuda.reserved}};
+    if (cuda.process_bytes) j["memory"]["cuda"]["process_bytes"] = *cuda.process_bytes;
+  }
+  j["metrics"] = metrics_;
+  j["error"] = error_ ? nlohmann::ordered_json(*error_) : nlohmann::ordered_json(nullptr);
+  try {
+    atomic_write(file_, j.dump(2) + "\n");
+    write_error_.reset();
+  } catch (const std::exception& e) {
+    if (!write_error_ || *write_error_ != e.what()) std::cerr << "yolotrain: status: " << e.what() << "\n";
+    write_error_ = e.what();
+  }
+}
+
+}  // namespace yolotrain::lifecycle
