@@ -77,12 +77,14 @@ FixedHeader read_header(std::ifstream& in, const fs::path& path) {
   const auto size = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
   if (size == 0) invalid(path, "file is empty");
-  char raw[kHeaderBytes];
-  if (size < kHeaderBytes || !in.read(raw, kHeaderBytes)) {
-    invalid(path, "truncated: " + std::to_string(size) + " bytes is shorter than the header");
-  }
-  if (std::memcmp(raw, kMagic, sizeof(kMagic)) != 0) {
+  char raw[kHeaderBytes] = {};
+  const auto head = static_cast<std::streamsize>(std::min<std::uint64_t>(size, kHeaderBytes));
+  if (!in.read(raw, head)) invalid(path, "read error");
+  if (size >= sizeof(kMagic) && std::memcmp(raw, kMagic, sizeof(kMagic)) != 0) {
     invalid(path, "not a yolotrain checkpoint (wrong magic bytes)");
+  }
+  if (size < kHeaderBytes) {
+    invalid(path, "truncated: " + std::to_string(size) + " bytes is shorter than the header");
   }
   FixedHeader h;
   h.version = get_le<std::uint32_t>(raw + 8);

@@ -1,0 +1,59 @@
+#pragma once
+
+// Helpers for yolotrain's tests: temporary folders, child processes and what they leave behind.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace yolotrain::test {
+
+/// A fresh folder under $TMPDIR, removed (with its content) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// A child process in its own process group, its stdout and stderr going to files.
+struct Child {
+  pid_t pid = -1;
+  std::filesystem::path out;  ///< stdout and stderr, interleaved
+};
+
+/// Starts `args` (args[0] is the program path) with stdout+stderr to `out`.
+Child spawn(const std::vector<std::string>& args, const std::filesystem::path& out);
+
+/// Waits for the child; returns its exit code, 128+signal if a signal killed it, or nothing
+/// after `timeout` (the child is then killed with SIGKILL and reaped).
+std::optional<int> wait_exit(Child& child, std::chrono::milliseconds timeout);
+
+/// True once `done()` holds, polling every `poll` until `timeout`.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll = std::chrono::milliseconds(5));
+
+/// The file's content ("" if it cannot be read).
+std::string slurp(const std::filesystem::path& path);
+
+/// Threads of this process (entries of /proc/self/task).
+int thread_count();
+
+/// User+system CPU seconds used so far by a process (from /proc/PID/stat).
+double cpu_seconds(pid_t pid);
+
+/// True when some process is still in process group `pgid`.
+bool process_group_alive(pid_t pgid);
+
+}  // namespace yolotrain::test

@@ -1,0 +1,67 @@
+#include "yolotrain/lifecycle/run_status.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <thread>
+#include <unistd.h>
+
+#include "test_support.hpp"
+
+namespace lc = yolotrain::lifecycle;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+json read_status(const std::filesystem::path& p) { return json::parse(yolotrain::test::slurp(p)); }
+}  // namespace
+
+TEST_CASE("status.json is rewritten on every state change", "[lifecycle]") {
+  yolotrain::test::TempDir dir;
+  lc::RunStatus status(dir / "status.json", 1h);
+  status.set_state(lc::RunState::Running);
+  CHECK(read_status(dir / "status.json")["state"] == "running");
+  status.set_state(lc::RunState::Paused);
+  const json j = read_status(dir / "status.json");
+  CHECK(j["state"] == "paused");
+  CHECK(j["pid"] == static_cast<long>(getpid()));
+  CHECK(j["memory"]["rss_bytes"].get<std::int64_t>() > 0);
+  CHECK(j["last_checkpoint"].is_null());
+  CHECK(j["error"].is_null());
+}
+
+TEST_CASE("progress is written at most once per interval", "[lifecycle]") {
+  yolotrain::test::TempDir dir;
+  lc::RunStatus status(dir / "status.json", 200ms);
+  status.set_state(lc::RunState::Running);
+  status.set_progress(5, 0);
+  CHECK(read_status(dir / "status.json")["step"] == 0);  // too soon after the state change
+  std::this_thread::sleep_for(210ms);
+  status.set_metric("loss", 1.5);
+  status.set_throughput(12.5, "steps/s");
+  status.set_progress(6, 1);
+  const json j = read_status(dir / "status.json");
+  CHECK(j["step"] == 6);
+  CHECK(j["epoch"] == 1);
+  CHECK(j["metrics"]["loss"] == 1.5);
+  CHECK(j["throughput"]["unit"] == "steps/s");
+}
+
+TEST_CASE("checkpoints and requests and errors are recorded at once", "[lifecycle]") {
+  yolotrain::test::TempDir dir;
+  lc::RunStatus status(dir / "status.json", 1h);
+  status.set_checkpoint("/runs/x/ckpt-1.ytckpt", 1, 1700000000.5);
+  status.note_request("SIGUSR1: pause");
+  status.set_error("checkpoint write failed: disk full");
+  const json j = read_status(dir / "status.json");
+  CHECK(j["last_checkpoint"]["path"] == "/runs/x/ckpt-1.ytckpt");
+  CHECK(j["last_checkpoint"]["step"] == 1);
+  CHECK(j["requests"][0]["request"] == "SIGUSR1: pause");
+  CHECK(j["error"] == "checkpoint write failed: disk full");
+}
+
+TEST_CASE("a status that cannot be written never stops the run", "[lifecycle]") {
+  lc::RunStatus status("/nonexistent-folder/status.json", 1h);
+  CHECK_NOTHROW(status.set_state(lc::RunState::Running));
+  CHECK_THAT(status.last_error().value(), Catch::Contains("/nonexistent-folder/status.json"));
+}
