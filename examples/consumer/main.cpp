@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "yolotrain/lifecycle.hpp"
+#include "yolotrain/yolotrain.hpp"
 
 int main(int argc, char** argv) {
   namespace lc = yolotrain::lifecycle;
@@ -25,6 +25,6 @@ int main(int argc, char** argv) {
     std::cerr << "consumer: checkpoint did not round-trip\n";
     return 1;
   }
-  std::cout << "yolotrain " << YOLOTRAIN_VERSION_STRING << ": checkpoint round-trip ok\n";
+  std::cout << "yolotrain " << yolotrain::version() << ": checkpoint round-trip ok\n";
   return 0;
 }

@@ -150,7 +150,7 @@ class Run {
            " steps=" + std::to_string(o_.steps) + " fc_width=" + std::to_string(o_.fc_width);
   }
   void resume();
-  lc::Checkpoint snapshot() const;
+  lc::Checkpoint snapshot();
   void checkpoint(bool wait);
   std::vector<torch::Tensor*> momentum_buffers();
   void move_state(torch::Device device);
@@ -188,19 +188,20 @@ std::vector<torch::Tensor*> Run::momentum_buffers() {
   return out;
 }
 
-lc::Checkpoint Run::snapshot() const {
+lc::Checkpoint Run::snapshot() {
+  lc::NamedTensors live;
+  for (const auto& item : model_->named_parameters()) live.emplace_back("model." + item.key(), item.value());
+  for (const auto& item : model_->named_buffers()) live.emplace_back("model." + item.key(), item.value());
+  const auto buffers = momentum_buffers();
+  const auto names = model_->named_parameters().keys();
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i] != nullptr) live.emplace_back("optim.momentum." + names[i], *buffers[i]);
+  }
   lc::Checkpoint c;
   c.meta.step = step_;
   c.meta.epoch = step_ / steps_per_epoch_;
   c.meta.config = config_text();
-  auto copy = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, false, /*copy=*/true); };
-  for (const auto& item : model_->named_parameters()) c.tensors.emplace_back("model." + item.key(), copy(item.value()));
-  for (const auto& item : model_->named_buffers()) c.tensors.emplace_back("model." + item.key(), copy(item.value()));
-  auto buffers = const_cast<Run*>(this)->momentum_buffers();
-  const auto names = model_->named_parameters().keys();
-  for (std::size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i] != nullptr) c.tensors.emplace_back("optim.momentum." + names[i], copy(*buffers[i]));
-  }
+  c.tensors = lc::host_snapshot(live, store_.take_spare());  // the only copy the loop waits for
   return c;
 }
 

@@ -12,3 +12,8 @@
   YOLOTRAIN_STRINGIFY(YOLOTRAIN_VERSION_MAJOR)                                     \
   "." YOLOTRAIN_STRINGIFY(YOLOTRAIN_VERSION_MINOR) "." YOLOTRAIN_STRINGIFY(        \
       YOLOTRAIN_VERSION_PATCH)
+
+namespace yolotrain {
+/// The version of the library the program runs with ("MAJOR.MINOR.PATCH").
+const char* version() noexcept;
+}  // namespace yolotrain

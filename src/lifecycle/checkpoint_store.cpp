@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 
-#include <ATen/core/Tensor.h>
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -140,6 +140,25 @@ double now_seconds() {
 
 }  // namespace
 
+NamedTensors host_snapshot(const NamedTensors& live, NamedTensors spare) {
+  NamedTensors out;
+  out.reserve(live.size());
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    const auto& [name, t] = live[i];
+    const at::Tensor src = t.detach();
+    if (i < spare.size() && spare[i].first == name && spare[i].second.sizes() == src.sizes() &&
+        spare[i].second.scalar_type() == src.scalar_type() && spare[i].second.is_contiguous()) {
+      spare[i].second.copy_(src);
+      out.emplace_back(name, std::move(spare[i].second));
+      continue;
+    }
+    at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU).pinned_memory(src.is_cuda()));
+    host.copy_(src);
+    out.emplace_back(name, std::move(host));
+  }
+  return out;
+}
+
 const at::Tensor& Checkpoint::tensor(const std::string& name) const {
   for (const auto& [n, t] : tensors) {
     if (n == name) return t;
@@ -175,23 +194,31 @@ CheckpointStore::~CheckpointStore() {
   if (writer_.joinable()) writer_.join();
 }
 
-std::string CheckpointStore::encode(const Checkpoint& checkpoint) {
+namespace {
+
+// The file as two parts, header+metadata and payload, so writing needs no concatenated copy.
+std::pair<std::string, std::string> encode_parts(const Checkpoint& checkpoint) {
   CheckpointMeta meta = checkpoint.meta;
   meta.format_version = kCheckpointFormatVersion;
   if (meta.wall_time == 0) meta.wall_time = now_seconds();
   const std::string meta_text = encode_meta(meta);
-  const std::string payload = encode_safetensors(checkpoint.tensors);
-  std::string out(kMagic, sizeof(kMagic));
-  put_le<std::uint32_t>(out, kCheckpointFormatVersion);
-  put_le<std::uint32_t>(out, 0);
-  put_le<std::uint64_t>(out, meta_text.size());
-  put_le<std::uint64_t>(out, payload.size());
-  for (auto b : Sha256().update(meta_text).digest()) out.push_back(static_cast<char>(b));
-  for (auto b : Sha256().update(payload).digest()) out.push_back(static_cast<char>(b));
-  out.reserve(out.size() + meta_text.size() + payload.size());
-  out += meta_text;
-  out += payload;
-  return out;
+  std::string payload = encode_safetensors(checkpoint.tensors);
+  std::string head(kMagic, sizeof(kMagic));
+  put_le<std::uint32_t>(head, kCheckpointFormatVersion);
+  put_le<std::uint32_t>(head, 0);
+  put_le<std::uint64_t>(head, meta_text.size());
+  put_le<std::uint64_t>(head, payload.size());
+  for (auto b : Sha256().update(meta_text).digest()) head.push_back(static_cast<char>(b));
+  for (auto b : Sha256().update(payload).digest()) head.push_back(static_cast<char>(b));
+  head += meta_text;
+  return {std::move(head), std::move(payload)};
+}
+
+}  // namespace
+
+std::string CheckpointStore::encode(const Checkpoint& checkpoint) {
+  auto [head, payload] = encode_parts(checkpoint);
+  return head + payload;
 }
 
 CheckpointMeta CheckpointStore::read_meta(const fs::path& path) {
@@ -216,7 +243,8 @@ Checkpoint CheckpointStore::load(const fs::path& path) {
 fs::path CheckpointStore::write(Checkpoint checkpoint, const fs::path& target) {
   checkpoint.meta.format_version = kCheckpointFormatVersion;
   if (checkpoint.meta.wall_time == 0) checkpoint.meta.wall_time = now_seconds();
-  atomic_write(target, encode(checkpoint), options_.write);
+  const auto [head, payload] = encode_parts(checkpoint);
+  atomic_write(target, {head, payload}, options_.write);
   std::lock_guard<std::mutex> lock(mutex_);
   last_saved_ = {target, std::move(checkpoint.meta)};
   return target;
@@ -265,13 +293,14 @@ void CheckpointStore::writer_loop() {
     lock.unlock();
     std::exception_ptr error;
     try {
-      write_rotating(std::move(job));
+      write_rotating(job);
     } catch (const std::exception& e) {
       error = std::current_exception();
       std::lock_guard<std::mutex> g(mutex_);
       last_error_ = e.what();
     }
     lock.lock();
+    spare_ = std::move(job.tensors);
     if (error) pending_error_ = error;
     writing_ = false;
     cv_.notify_all();
@@ -295,6 +324,11 @@ void CheckpointStore::rethrow_pending_error() {
     pending_error_ = nullptr;
     std::rethrow_exception(e);
   }
+}
+
+NamedTensors CheckpointStore::take_spare() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(spare_);
 }
 
 bool CheckpointStore::busy() const {

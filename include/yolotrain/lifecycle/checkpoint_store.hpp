@@ -39,6 +39,11 @@ struct Checkpoint {
   const at::Tensor& tensor(const std::string& name) const;
 };
 
+/// Copies `live` tensors to host memory for a snapshot, detached from autograd. Buffers in
+/// `spare` (e.g. from CheckpointStore::take_spare()) with the same name, shape and dtype are
+/// reused, so a periodic snapshot allocates nothing; GPU tensors are copied into pinned memory.
+NamedTensors host_snapshot(const NamedTensors& live, NamedTensors spare = {});
+
 /// A checkpoint file that was passed over, and why.
 struct SkippedCheckpoint {
   std::filesystem::path path;
@@ -91,6 +96,9 @@ class CheckpointStore {
   std::optional<std::filesystem::path> wait();
   /// True while a save is queued or being written.
   bool busy() const;
+  /// The tensors of the last snapshot the writer finished with, for host_snapshot() to reuse
+  /// (empty if none are free).
+  NamedTensors take_spare();
 
   /// The newest checkpoint that verifies (and is of this store's model), plus what was skipped.
   LoadResult load_latest() const;
@@ -121,6 +129,7 @@ class CheckpointStore {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<Checkpoint> queued_;
+  NamedTensors spare_;
   bool writing_ = false;
   bool shutdown_ = false;
   std::exception_ptr pending_error_;

@@ -3,15 +3,20 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
 namespace yolotrain::lifecycle {
 
-/// Incremental SHA-256 (FIPS 180-4), for checkpoint checksums and weight digests.
+/// Incremental SHA-256, for checkpoint checksums and weight digests. OpenSSL's libcrypto does
+/// the work (with the CPU's SHA instructions where it has them).
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   /// Adds bytes.
   Sha256& update(const void* data, std::size_t size);
   Sha256& update(std::string_view data) { return update(data.data(), data.size()); }
@@ -21,11 +26,8 @@ class Sha256 {
   std::string hex_digest();
 
  private:
-  void compress(const std::uint8_t* block);
-  std::array<std::uint32_t, 8> state_;
-  std::array<std::uint8_t, 64> buffer_{};
-  std::size_t buffered_ = 0;
-  std::uint64_t length_ = 0;
+  struct Context;
+  std::unique_ptr<Context> context_;
 };
 
 /// SHA-256 of `data` as hex.

@@ -251,3 +251,29 @@ TEST_CASE("the writer thread ends with the store", "[lifecycle]") {
   CHECK(yolotrain::test::thread_count() == before);
   CHECK(files_in(dir.path()) == std::vector<std::string>{"ckpt-000000000001.ytckpt"});
 }
+
+TEST_CASE("host_snapshot copies and reuses spare buffers", "[lifecycle]") {
+  lc::NamedTensors live = {{"w", at::arange(6, at::kFloat)}, {"n", at::tensor({3}, at::kLong)}};
+  lc::NamedTensors snap = lc::host_snapshot(live);
+  live[0].second.add_(100);  // training goes on; the snapshot must not change
+  CHECK(snap[0].second.equal(at::arange(6, at::kFloat)));
+  const void* reused = snap[0].second.data_ptr();
+  lc::NamedTensors again = lc::host_snapshot(live, std::move(snap));
+  CHECK(again[0].second.data_ptr() == reused);
+  CHECK(again[0].second.equal(live[0].second));
+  CHECK(again[1].second.equal(live[1].second));
+}
+
+TEST_CASE("the writer hands its finished snapshot back for reuse", "[lifecycle]") {
+  TempDir dir;
+  lc::CheckpointStore store(options_for(dir.path()));
+  CHECK(store.take_spare().empty());
+  lc::Checkpoint c = make_checkpoint(1);
+  const void* data = c.tensors[0].second.data_ptr();
+  store.save_async(std::move(c));
+  store.wait();
+  const lc::NamedTensors spare = store.take_spare();
+  REQUIRE(spare.size() == 3);
+  CHECK(spare[0].second.data_ptr() == data);
+  CHECK(store.take_spare().empty());
+}

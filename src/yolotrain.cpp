@@ -1,0 +1,7 @@
+#include "yolotrain/yolotrain.hpp"
+
+namespace yolotrain {
+
+const char* version() noexcept { return YOLOTRAIN_VERSION_STRING; }
+
+}  // namespace yolotrain
