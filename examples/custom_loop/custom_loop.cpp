@@ -331,6 +331,10 @@ Result Run::run() {
     status_.set_metric("loss", loss_);
     status_.set_progress(step_, step_ / steps_per_epoch_);
     report_saved();
+    if (step_ % std::max<std::int64_t>(1, o_.steps / 10) == 0) {
+      say("step " + std::to_string(step_) + "/" + std::to_string(o_.steps) + " epoch " +
+          std::to_string(step_ / steps_per_epoch_) + " loss " + std::to_string(loss_));
+    }
     const bool by_steps = o_.save_every_steps > 0 && step_ % o_.save_every_steps == 0;
     const bool by_time = o_.save_interval_s > 0 &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save).count() >= o_.save_interval_s;
