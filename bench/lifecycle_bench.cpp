@@ -24,6 +24,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// `rm -rf`: std::filesystem::remove_all is broken in PyTorch's wheels (a crash on GPU machines).
+void remove_tree(const fs::path& p) {
+  if (fs::exists(p)) std::system(("rm -rf '" + p.string() + "'").c_str());
+}
+
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -35,7 +40,7 @@ double median(std::vector<double> v) {
 
 fs::path fresh_dir(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("yolotrain-bench-" + std::to_string(getpid())) / name;
-  fs::remove_all(p);
+  remove_tree(p);
   fs::create_directories(p);
   return p;
 }
@@ -168,6 +173,6 @@ int main() {
   bench_stall();
   bench_sigterm(step);
   bench_cycles();
-  fs::remove_all(fs::temp_directory_path() / ("yolotrain-bench-" + std::to_string(getpid())));
+  remove_tree(fs::temp_directory_path() / ("yolotrain-bench-" + std::to_string(getpid())));
   return 0;
 }

@@ -126,7 +126,7 @@ std::vector<fs::path> remove_stale_temporaries(const fs::path& dir) {
       continue;
     }
     if (pid == ::getpid()) continue;
-    if (fs::remove(entry.path(), ec)) removed.push_back(entry.path());
+    if (::unlink(entry.path().c_str()) == 0) removed.push_back(entry.path());
   }
   return removed;
 }

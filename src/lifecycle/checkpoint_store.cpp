@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <regex>
+#include <unistd.h>
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/sha256.hpp"
@@ -362,7 +362,10 @@ void CheckpointStore::rotate() {
     } catch (const Error&) {
       continue;  // unverifiable: leave it for a human to look at
     }
-    if (++kept > options_.keep_last) fs::remove(path);
+    // POSIX calls, not std::filesystem's removals: PyTorch's wheels export broken copies of those.
+    if (++kept > options_.keep_last && ::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      throw Error("cannot remove old checkpoint " + path.string() + ": " + std::strerror(errno));
+    }
   }
 }
 

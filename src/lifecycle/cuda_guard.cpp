@@ -7,6 +7,7 @@
 
 #if YOLOTRAIN_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
@@ -38,12 +39,25 @@ bool cuda_usable() noexcept {
   }
 }
 
+namespace {
+// True once this process has a CUDA context on the current device. Every query below is made
+// only then: asking a process that never used the GPU would create a context (hundreds of MB).
+bool cuda_in_use(int* device) noexcept {
+  try {
+    if (!cuda_usable()) return false;
+    *device = c10::cuda::current_device();
+    return at::detail::getCUDAHooks().hasPrimaryContext(static_cast<c10::DeviceIndex>(*device));
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
 CudaMemory cuda_memory() noexcept {
   CudaMemory m;
   try {
-    if (!cuda_usable()) return m;
+    if (!cuda_in_use(&m.device)) return m;
     m.cuda = true;
-    m.device = c10::cuda::current_device();
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(m.device);
     m.allocated = stats.allocated_bytes[0].current;  // index 0: the aggregate over pools
     m.reserved = stats.reserved_bytes[0].current;
@@ -60,7 +74,8 @@ CudaMemory cuda_memory() noexcept {
 }
 
 bool cuda_release_cached() noexcept {
-  if (!cuda_usable()) return true;
+  int device = -1;
+  if (!cuda_in_use(&device)) return true;
   bool synced = true;
   try {
     c10::cuda::device_synchronize();
@@ -86,8 +101,9 @@ bool cuda_release_cached() noexcept { return true; }
 
 std::string describe(const CudaMemory& m) {
   if (!m.cuda) {
-    return built_with_cuda() ? "no CUDA device: nothing to release"
-                             : "built without CUDA: nothing to release";
+    if (!built_with_cuda()) return "built without CUDA: nothing to release";
+    return cuda_usable() ? "CUDA not used by this process: nothing to release"
+                         : "no CUDA device: nothing to release";
   }
   std::string out = "cuda:" + std::to_string(m.device) + " allocated " + bytes_text(m.allocated) +
                     ", reserved " + bytes_text(m.reserved);

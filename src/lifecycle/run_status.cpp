@@ -109,7 +109,6 @@ std::optional<std::string> RunStatus::last_error() const {
 }
 
 void RunStatus::write_locked() {
-  last_write_ = std::chrono::steady_clock::now();
   nlohmann::ordered_json j;
   j["state"] = to_string(state_);
   j["pid"] = static_cast<long>(getpid());
@@ -140,6 +139,7 @@ void RunStatus::write_locked() {
     if (!write_error_ || *write_error_ != e.what()) std::cerr << "yolotrain: status: " << e.what() << "\n";
     write_error_ = e.what();
   }
+  last_write_ = std::chrono::steady_clock::now();  // the interval runs from the end of a write
 }
 
 }  // namespace yolotrain::lifecycle

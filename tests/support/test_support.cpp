@@ -1,6 +1,7 @@
 #include "test_support.hpp"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,9 +21,15 @@ TempDir::TempDir() {
   path_ = pattern;
 }
 
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
+TempDir::~TempDir() { remove_tree(path_); }
+
+void remove_tree(const fs::path& path) {
+  // nftw, not std::filesystem::remove_all: PyTorch's wheels export a broken copy of the latter.
+  nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) { ::remove(p);
+        return 0; }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 Child spawn(const std::vector<std::string>& args, const fs::path& out) {

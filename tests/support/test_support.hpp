@@ -27,6 +27,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+/// Removes a folder and everything in it (errors ignored).
+void remove_tree(const std::filesystem::path& path);
+
 /// A child process in its own process group, its stdout and stderr going to files.
 struct Child {
   pid_t pid = -1;

@@ -9,7 +9,7 @@ namespace yolotrain::lifecycle {
 
 /// GPU memory as seen by libtorch's caching allocator and, where libnvidia-ml.so.1 loads, NVML.
 struct CudaMemory {
-  bool cuda = false;               ///< a CUDA device is usable in this process
+  bool cuda = false;  ///< this process uses a CUDA device (it has a context on it)
   int device = -1;                 ///< the current device
   std::int64_t allocated = 0;      ///< bytes held by live tensors
   std::int64_t reserved = 0;       ///< bytes the caching allocator holds from the driver
@@ -21,9 +21,11 @@ struct CudaMemory {
 bool built_with_cuda() noexcept;
 /// True when a CUDA device can be used now (never throws; false in CPU builds).
 bool cuda_usable() noexcept;
-/// The current memory figures (all zero/empty without CUDA). Never throws.
+/// The current memory figures; all zero/empty without CUDA or while this process has no CUDA
+/// context (asking would create one). Never throws.
 CudaMemory cuda_memory() noexcept;
-/// Synchronises the current device and empties the caching allocator (no-op without CUDA).
+/// Synchronises the current device and empties the caching allocator (no-op without CUDA or
+/// before this process used the GPU).
 /// Returns false if synchronising failed (a sticky CUDA error); never throws.
 bool cuda_release_cached() noexcept;
 /// "allocated 1.0 GiB, reserved 1.0 GiB, process 1.3 GiB" or "no CUDA device: nothing to release".
