@@ -2,6 +2,7 @@
 # against that prefix with find_package(yolotrain). Fails on any step.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
+string(REPLACE "|" ";" PREFIX_PATH "${PREFIX_PATH}")
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
