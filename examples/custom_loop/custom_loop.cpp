@@ -309,6 +309,8 @@ Result Run::run() {
   resume();
   status_.set_state(lc::RunState::Running);
   auto last_save = std::chrono::steady_clock::now();
+  const auto started = last_save;
+  const std::int64_t first_step = step_;
   auto& lr_options = static_cast<torch::optim::SGDOptions&>(optimizer_->param_groups()[0].options());
   while (step_ < o_.steps) {
     handle_checkpoint_request();
@@ -329,6 +331,8 @@ Result Run::run() {
     ++step_;
     loss_ = loss.item<double>();
     status_.set_metric("loss", loss_);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    status_.set_throughput(static_cast<double>(step_ + 1 - first_step) / seconds, "steps/s");
     status_.set_progress(step_, step_ / steps_per_epoch_);
     report_saved();
     if (step_ % std::max<std::int64_t>(1, o_.steps / 10) == 0) {

@@ -84,6 +84,15 @@ std::int64_t stopped_step(const std::string& output) {
   return std::regex_search(output, m, std::regex("at step ([0-9]+)")) ? std::stoll(m[1].str()) : -1;
 }
 
+// Waits for a run that was interrupted and let go on: it must complete with the baseline digest.
+void check_completes_identically(yt::Child& child, const fs::path& out_file) {
+  const auto code = yt::wait_exit(child, 120s);
+  const std::string out = yt::slurp(out_file);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(digest_of(out) == baseline());
+}
+
 // Sends `signo` once the run has made some progress, checks the graceful stop, then resumes.
 void stop_and_resume(int signo, int expected_code) {
   yt::TempDir tmp;
@@ -149,11 +158,7 @@ TEST_CASE("SIGUSR1 pauses without using the CPU and SIGUSR2 resumes", "[integrat
   CHECK(status_of(dir)["step"] == paused_at);
   kill(child.pid, SIGUSR2);
   REQUIRE(yt::wait_until([&] { return in_state(dir, "running") || in_state(dir, "completed"); }, 30s));
-  const auto code = yt::wait_exit(child, 120s);
-  const std::string out = yt::slurp(tmp / "out.txt");
-  INFO(out);
-  CHECK(code == 0);
-  CHECK(digest_of(out) == baseline());
+  check_completes_identically(child, tmp / "out.txt");
   const auto requests = status_of(dir)["requests"].dump();
   CHECK_THAT(requests, Catch::Contains("pause") && Catch::Contains("resume"));
 }
@@ -170,11 +175,7 @@ TEST_CASE("SIGHUP writes a checkpoint while training continues", "[integration]"
   CHECK(saved_at >= 10);
   CHECK(fs::exists(dir / ("ckpt-" + std::string(12 - std::to_string(saved_at).size(), '0') +
                           std::to_string(saved_at) + ".ytckpt")));
-  const auto code = yt::wait_exit(child, 120s);
-  const std::string out = yt::slurp(tmp / "out.txt");
-  INFO(out);
-  CHECK(code == 0);
-  CHECK(digest_of(out) == baseline());
+  check_completes_identically(child, tmp / "out.txt");
 }
 
 TEST_CASE("pause-release exit checkpoints and exits 75 and the rerun resumes", "[integration]") {
@@ -207,11 +208,7 @@ TEST_CASE("Ctrl+Z pauses and suspends and SIGCONT (fg) resumes", "[integration]"
   REQUIRE(yt::wait_until([&] { return process_state() == 'T'; }, 30s));  // stopped, as a shell's ^Z
   CHECK(in_state(dir, "paused"));
   kill(child.pid, SIGCONT);
-  const auto code = yt::wait_exit(child, 120s);
-  const std::string out = yt::slurp(tmp / "out.txt");
-  INFO(out);
-  CHECK(code == 0);
-  CHECK(digest_of(out) == baseline());
+  check_completes_identically(child, tmp / "out.txt");
 }
 
 TEST_CASE("bad command lines exit 2 with one clear line", "[integration]") {

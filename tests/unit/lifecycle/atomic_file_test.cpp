@@ -27,6 +27,16 @@ std::vector<std::string> names_in(const fs::path& dir) {
   return out;
 }
 
+// The message of the yolotrain::Error that `body` throws, or "ok".
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const yolotrain::Error& e) {
+    return e.what();
+  }
+  return "ok";
+}
+
 // Runs `body` in a forked child; returns what it wrote to a pipe (the error text, or "ok").
 std::string in_child(const std::function<std::string()>& body) {
   int fds[2];
@@ -127,14 +137,8 @@ TEST_CASE("a full disk (ENOSPC) fails cleanly", "[lifecycle]") {
   }
   const fs::path target = mnt / "ckpt";
   lc::atomic_write(target, "old");
-  std::string error;
-  try {
-    lc::atomic_write(target, std::string(1 << 20, 'x'));
-    error = "ok";
-  } catch (const yolotrain::Error& e) {
-    error = e.what();
-  }
-  check_failed_write(error, target, "old", "No space left on device");
+  check_failed_write(error_of([&] { lc::atomic_write(target, std::string(1 << 20, 'x')); }), target, "old",
+                     "No space left on device");
   umount(mnt.c_str());
 }
 
@@ -149,14 +153,7 @@ TEST_CASE("a read-only file system (EROFS) fails cleanly", "[lifecycle]") {
   const fs::path target = mnt / "ckpt";
   lc::atomic_write(target, "old");
   REQUIRE(mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) == 0);
-  std::string error;
-  try {
-    lc::atomic_write(target, "new");
-    error = "ok";
-  } catch (const yolotrain::Error& e) {
-    error = e.what();
-  }
-  check_failed_write(error, target, "old", "Read-only file system");
+  check_failed_write(error_of([&] { lc::atomic_write(target, "new"); }), target, "old", "Read-only file system");
   umount(mnt.c_str());
 }
 
