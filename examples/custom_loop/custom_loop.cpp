@@ -142,6 +142,16 @@ class Run {
         status_(o.dir / "status.json", std::chrono::milliseconds(1000)) {}
 
   Result run();
+  /// run(), with a failure (a checkpoint that cannot be written, ...) also recorded in status.json.
+  Result run_reporting_failures() {
+    try {
+      return run();
+    } catch (const std::exception& e) {
+      status_.set_error(e.what());
+      status_.set_state(lc::RunState::Failed);
+      throw;
+    }
+  }
 
  private:
   static std::string model_id(const Options& o) { return "custom_loop/cnn-fc" + std::to_string(o.fc_width); }
@@ -387,7 +397,7 @@ Result train(const Options& opts, lc::ControlToken& token, std::ostream& log) {
                 std::string(lc::built_with_cuda() ? "no CUDA device is visible" : "this build has no CUDA"));
   }
   Run run(opts, token, log);
-  return run.run();
+  return run.run_reporting_failures();
 }
 
 }  // namespace custom_loop

@@ -1,6 +1,7 @@
 // Integration tests: real custom_loop processes, real signals, real files.
 #include <ATen/ATen.h>
 
+#include "custom_loop.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "test_support.hpp"
@@ -252,6 +254,18 @@ TEST_CASE("unusable checkpoints stop the run and are left untouched", "[integrat
     CHECK_THAT(f.output, Catch::Contains("written for model 'custom_loop/cnn-fc8'"));
     CHECK(yt::slurp(dir / "ckpt-000000000150.ytckpt") == before);
   }
+  SECTION("a checkpoint of a newer format") {
+    REQUIRE(run_to_end(args(dir), tmp / "out0.txt").code == 0);
+    const fs::path ckpt = dir / "ckpt-000000000150.ytckpt";
+    std::string bytes = yt::slurp(ckpt);
+    bytes[8] = 9;  // format version 9
+    lc::atomic_write(ckpt, bytes);
+    const Finished f = run_to_end(args(dir), tmp / "out.txt");
+    INFO(f.output);
+    CHECK(f.code == 1);
+    CHECK_THAT(f.output, Catch::Contains("format version 9 is newer"));
+    CHECK(yt::slurp(ckpt) == bytes);
+  }
   SECTION("a checkpoint made with other arguments") {
     REQUIRE(run_to_end(args(dir), tmp / "out0.txt").code == 0);
     auto other = args(dir);
@@ -261,6 +275,40 @@ TEST_CASE("unusable checkpoints stop the run and are left untouched", "[integrat
     CHECK(f.code == 2);
     CHECK_THAT(f.output, Catch::Contains("rerun with the same arguments"));
   }
+}
+
+TEST_CASE("a folder that cannot be created or written is a runtime error", "[integration]") {
+  yt::TempDir tmp;
+  const Finished f = run_to_end({CUSTOM_LOOP_PATH, "--dir", "/proc/yolotrain-run", "--steps", "5"}, tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 1);
+  CHECK_THAT(f.output, Catch::Contains("/proc/yolotrain-run"));
+}
+
+TEST_CASE("stopped in-process runs leave no threads behind", "[integration]") {
+  yt::TempDir tmp;
+  auto stopped_run = [&](const std::string& name) {
+    custom_loop::Options o;
+    o.dir = tmp / name;
+    o.steps = 1000000;
+    o.threads = 2;
+    o.save_every_steps = 2;
+    o.quiet = true;
+    lc::ControlToken token;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(300ms);
+      token.request_stop();
+    });
+    std::ostringstream log;
+    const custom_loop::Result r = custom_loop::train(o, token, log);
+    stopper.join();
+    CHECK(r.outcome == custom_loop::Outcome::Stopped);
+    CHECK(r.step > 0);
+  };
+  stopped_run("first");  // libtorch's thread pool starts here and stays, as it should
+  const int threads = yt::thread_count();
+  stopped_run("second");
+  CHECK(yt::thread_count() == threads);  // the checkpoint writer and everything else are gone
 }
 
 TEST_CASE("SIGKILL at random moments (also inside checkpoint writes) never costs the result",
