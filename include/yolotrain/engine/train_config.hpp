@@ -1,0 +1,103 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolotrain/lifecycle/signal_binding.hpp"
+
+namespace yolotrain::engine {
+
+/// Every training argument, with Ultralytics' names and defaults (so `yolo train` users know them),
+/// plus yolotrain's lifecycle arguments. Load it with from_args() (`cfg=file.yaml` and `key=value`
+/// overrides); every value is checked when set, with a message naming the key, the bad value and
+/// what is allowed. Unknown keys are errors that suggest the closest valid ones.
+struct TrainConfig {
+  // --- what to train on
+  std::string model = "yolov8n.yaml";  ///< model YAML (name or path), or a checkpoint / safetensors
+  std::string data = "shapes";         ///< data.yaml, or "shapes" for the built-in synthetic set
+  std::int64_t epochs = 100;
+  double time = 0;                 ///< hours; 0: no time limit (Ultralytics: None)
+  std::int64_t patience = 100;
+  std::int64_t batch = 16;
+  std::int64_t imgsz = 640;        ///< rounded up to a multiple of 32
+  bool save = true;
+  std::int64_t save_period = -1;   ///< epochs between epoch<N> checkpoints; -1: off
+  std::string cache = "false";     ///< false | ram
+  std::string device = "";         ///< "" (cuda:0 when available, else cpu), cpu, cuda, cuda:N
+  std::int64_t workers = 8;        ///< data loader threads
+  std::string project = "runs/detect";
+  std::string name = "train";
+  bool exist_ok = false;
+  std::string pretrained = "true";  ///< true | false | a weights file
+  std::string optimizer = "auto";   ///< auto | SGD | Adam | AdamW
+  std::int64_t seed = 0;
+  bool deterministic = true;
+  bool single_cls = false;
+  bool rect = false;
+  bool cos_lr = false;
+  std::int64_t close_mosaic = 10;
+  std::string resume = "false";     ///< false | true | a checkpoint path
+  bool amp = true;
+  double fraction = 1.0;
+  std::string freeze = "";          ///< "" | N (first N layers) | comma-separated layer indices
+  bool multi_scale = false;
+  bool val = true;
+  double iou = 0.7;
+  std::int64_t max_det = 300;
+  bool plots = true;
+  // --- hyper-parameters
+  double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
+  double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
+  double box = 7.5, cls = 0.5, dfl = 1.5;
+  std::int64_t nbs = 64;
+  double hsv_h = 0.015, hsv_s = 0.7, hsv_v = 0.4;
+  double degrees = 0.0, translate = 0.1, scale = 0.5, shear = 0.0, perspective = 0.0;
+  double flipud = 0.0, fliplr = 0.5, mosaic = 1.0, mixup = 0.0, copy_paste = 0.0;
+  // --- yolotrain's lifecycle arguments
+  double save_interval = 300;        ///< seconds between time-based checkpoints; 0: off
+  std::int64_t keep_last = 2;        ///< rotating checkpoints kept
+  std::string pause_release = "cache";  ///< cache | offload | exit
+  double status_interval = 5;        ///< seconds between status.json progress writes
+  std::string metrics_file = "";     ///< Prometheus textfile path; "": off
+  std::string deadline = "";         ///< "" | duration (90m, 2h30m, 3600s) | clock time HH:MM | YYYY-MM-DDTHH:MM[:SS]
+  std::int64_t threads = 0;          ///< intra-op threads; 0: one per core
+  std::string signal_stop = "SIGINT,SIGTERM";
+  std::string signal_pause = "SIGUSR1";
+  std::string signal_resume = "SIGUSR2,SIGCONT";
+  std::string signal_checkpoint = "SIGHUP";
+  std::string signal_suspend = "SIGTSTP";
+
+  /// Sets one argument from its text (as on a command line). Throws yolotrain::Error naming the
+  /// key and what is allowed, or suggesting valid keys for an unknown one.
+  void set(const std::string& key, const std::string& value);
+  /// The argument's value as text (as args.yaml writes it).
+  std::string get(const std::string& key) const;
+  /// Sets every `key: value` of a YAML file (Ultralytics' args.yaml or a cfg file).
+  void load_yaml(const std::string& path);
+  /// All arguments as YAML, in the documented order (what args.yaml holds).
+  std::string to_yaml() const;
+  /// Checks what involves several arguments; throws yolotrain::Error.
+  void validate() const;
+
+  /// `cfg=file.yaml` first (if given), then every `key=value` in order, then validate().
+  static TrainConfig from_args(const std::vector<std::string>& args);
+  /// Every argument: name, default (as text) and meaning, in order (for --help).
+  struct ArgInfo {
+    std::string name, default_value, help;
+  };
+  static std::vector<ArgInfo> describe();
+
+  /// The signal mapping these arguments ask for.
+  lifecycle::SignalMapping signal_mapping() const;
+  /// The deadline as a time point, if one is set; `now` anchors durations. Throws for bad text.
+  std::optional<std::chrono::system_clock::time_point> deadline_at(
+      std::chrono::system_clock::time_point now) const;
+};
+
+/// The valid keys closest to `key` (edit distance), best first, at most `n`.
+std::vector<std::string> closest_keys(const std::string& key, std::size_t n = 3);
+
+}  // namespace yolotrain::engine

@@ -1,0 +1,423 @@
+#include "yolotrain/engine/train_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <limits>
+#include <regex>
+#include <set>
+#include <variant>
+
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::engine {
+namespace {
+
+using Member = std::variant<bool TrainConfig::*, std::int64_t TrainConfig::*, double TrainConfig::*,
+                            std::string TrainConfig::*>;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One argument: where it lives, what it means, and what values it takes.
+struct Spec {
+  const char* name;
+  Member member;
+  const char* help;
+  double min = -kInf;
+  double max = kInf;
+  std::vector<std::string> choices = {};  // strings: allowed values (lower case); empty = any
+};
+
+const std::vector<Spec>& specs() {
+  using C = TrainConfig;
+  static const std::vector<Spec> table = {
+      {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to start from (.pt/.safetensors)"},
+      {"data", &C::data, "dataset YAML, or 'shapes' for the built-in synthetic dataset"},
+      {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
+      {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
+      {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},
+      {"batch", &C::batch, "images per batch", 1, 1e5},
+      {"imgsz", &C::imgsz, "training image size (rounded up to a multiple of 32)", 32, 8192},
+      {"save", &C::save, "save checkpoints and results"},
+      {"save_period", &C::save_period, "save epoch<N>.pt every N epochs; -1: off", -1, 1e6},
+      {"cache", &C::cache, "cache decoded images: false | ram", -kInf, kInf, {"false", "ram"}},
+      {"device", &C::device, "'' (GPU when available), cpu, cuda or cuda:N"},
+      {"workers", &C::workers, "data loader threads", 0, 256},
+      {"project", &C::project, "folder of run folders"},
+      {"name", &C::name, "run folder name (train, train2, ... unless exist_ok)"},
+      {"exist_ok", &C::exist_ok, "reuse an existing run folder"},
+      {"pretrained", &C::pretrained, "true | false | a weights file to start from"},
+      {"optimizer", &C::optimizer, "auto | SGD | Adam | AdamW", -kInf, kInf, {"auto", "sgd", "adam", "adamw"}},
+      {"seed", &C::seed, "random seed", 0, 4294967295.0},
+      {"deterministic", &C::deterministic, "use deterministic algorithms"},
+      {"single_cls", &C::single_cls, "train every class as one"},
+      {"rect", &C::rect, "rectangular training batches"},
+      {"cos_lr", &C::cos_lr, "cosine learning-rate schedule"},
+      {"close_mosaic", &C::close_mosaic, "last epochs trained without mosaic", 0, 1e6},
+      {"resume", &C::resume, "false | true (newest checkpoint of the run folder) | a checkpoint path"},
+      {"amp", &C::amp, "mixed precision on CUDA"},
+      {"fraction", &C::fraction, "fraction of the training set to use", 1e-9, 1},
+      {"freeze", &C::freeze, "'' | N (freeze the first N layers) | layer indices 0,1,2"},
+      {"multi_scale", &C::multi_scale, "vary imgsz by +-50% per batch"},
+      {"val", &C::val, "validate each epoch"},
+      {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
+      {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
+      {"plots", &C::plots, "write plots"},
+      {"lr0", &C::lr0, "initial learning rate", 1e-12, 10},
+      {"lrf", &C::lrf, "final learning rate as a fraction of lr0", 0, 1},
+      {"momentum", &C::momentum, "SGD momentum / Adam beta1", 0, 1},
+      {"weight_decay", &C::weight_decay, "weight decay", 0, 1},
+      {"warmup_epochs", &C::warmup_epochs, "warm-up epochs", 0, 1e4},
+      {"warmup_momentum", &C::warmup_momentum, "warm-up initial momentum", 0, 1},
+      {"warmup_bias_lr", &C::warmup_bias_lr, "warm-up initial bias learning rate", 0, 10},
+      {"box", &C::box, "box loss gain", 0, 1e4},
+      {"cls", &C::cls, "class loss gain", 0, 1e4},
+      {"dfl", &C::dfl, "DFL loss gain", 0, 1e4},
+      {"nbs", &C::nbs, "nominal batch size (gradient accumulation)", 1, 1e5},
+      {"hsv_h", &C::hsv_h, "hue augmentation (fraction)", 0, 1},
+      {"hsv_s", &C::hsv_s, "saturation augmentation (fraction)", 0, 1},
+      {"hsv_v", &C::hsv_v, "value augmentation (fraction)", 0, 1},
+      {"degrees", &C::degrees, "rotation (+/- degrees)", 0, 180},
+      {"translate", &C::translate, "translation (+/- fraction)", 0, 1},
+      {"scale", &C::scale, "scale (+/- gain)", 0, 1},
+      {"shear", &C::shear, "shear (+/- degrees)", 0, 180},
+      {"perspective", &C::perspective, "perspective (+/- fraction)", 0, 0.001},
+      {"flipud", &C::flipud, "vertical flip probability", 0, 1},
+      {"fliplr", &C::fliplr, "horizontal flip probability", 0, 1},
+      {"mosaic", &C::mosaic, "mosaic probability", 0, 1},
+      {"mixup", &C::mixup, "mixup probability", 0, 1},
+      {"copy_paste", &C::copy_paste, "copy-paste probability (segmentation only; kept for compatibility)", 0, 1},
+      {"save_interval", &C::save_interval, "seconds between time-based checkpoints; 0: off", 0, 1e9},
+      {"keep_last", &C::keep_last, "rotating checkpoints kept", 1, 1e6},
+      {"pause_release", &C::pause_release, "on pause: cache (empty the CUDA cache) | offload (to host) | exit (75)",
+       -kInf, kInf, {"cache", "offload", "exit"}},
+      {"status_interval", &C::status_interval, "seconds between status.json progress writes", 0.01, 1e6},
+      {"metrics_file", &C::metrics_file, "Prometheus textfile to keep up to date; '': off"},
+      {"deadline", &C::deadline, "stop with a checkpoint and exit 75 at: 90m, 2h30m, 3600s, HH:MM or YYYY-MM-DDTHH:MM"},
+      {"threads", &C::threads, "intra-op threads; 0: one per core", 0, 1024},
+      {"signal_stop", &C::signal_stop, "signals that stop gracefully"},
+      {"signal_pause", &C::signal_pause, "signals that pause"},
+      {"signal_resume", &C::signal_resume, "signals that resume"},
+      {"signal_checkpoint", &C::signal_checkpoint, "signals that write a checkpoint now"},
+      {"signal_suspend", &C::signal_suspend, "signals that pause then suspend the process (fg resumes)"},
+  };
+  return table;
+}
+
+const Spec* find_spec(const std::string& key) {
+  for (const auto& s : specs()) {
+    if (key == s.name) return &s;
+  }
+  return nullptr;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool is_none(const std::string& v) { return v.empty() || v == "None" || v == "none" || v == "null" || v == "~"; }
+
+[[noreturn]] void bad_value(const Spec& spec, const std::string& value, const std::string& allowed) {
+  throw Error("argument '" + std::string(spec.name) + "': '" + value + "' is not valid; " + allowed);
+}
+
+std::string number_text(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+std::string range_text(const Spec& s) {
+  return "expected a number in [" + number_text(s.min) + ", " + number_text(s.max) + "]";
+}
+
+bool parse_bool(const Spec& spec, const std::string& v) {
+  const std::string l = lower(v);
+  if (l == "true" || l == "1" || l == "yes") return true;
+  if (l == "false" || l == "0" || l == "no") return false;
+  bad_value(spec, v, "expected true or false");
+}
+
+std::int64_t parse_int(const Spec& spec, const std::string& v) {
+  std::int64_t out = 0;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size()) bad_value(spec, v, "expected an integer");
+  if (out < spec.min || out > spec.max) bad_value(spec, v, range_text(spec));
+  return out;
+}
+
+double parse_double(const Spec& spec, const std::string& v) {
+  if (std::string(spec.name) == "time" && is_none(v)) return 0;
+  char* end = nullptr;
+  const double out = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(out)) bad_value(spec, v, "expected a number");
+  if (out < spec.min || out > spec.max) bad_value(spec, v, range_text(spec));
+  return out;
+}
+
+std::string parse_string(const Spec& spec, const std::string& v) {
+  const std::string key = spec.name;
+  if (key == "resume" || key == "pretrained" || key == "cache") {
+    const std::string l = lower(v);
+    if (l == "true" || l == "false") return key == "cache" && l == "true" ? "ram" : l;
+    if (is_none(v)) return "false";
+  }
+  if (is_none(v)) return "";
+  if (spec.choices.empty()) return v;
+  const std::string l = lower(v);
+  for (const auto& c : spec.choices) {
+    if (l == c) return key == "optimizer" ? (l == "sgd" ? "SGD" : l == "adam" ? "Adam" : l == "adamw" ? "AdamW" : l) : l;
+  }
+  std::string allowed;
+  for (const auto& c : spec.choices) allowed += (allowed.empty() ? "" : ", ") + c;
+  bad_value(spec, v, "expected one of: " + allowed);
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+int signal_number(const std::string& key, const std::string& name) {
+  std::string n = name;
+  if (n.rfind("SIG", 0) != 0 && !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0]))) n = "SIG" + n;
+  for (int s = 1; s < 65; ++s) {
+    const char* abbrev = sigabbrev_np(s);
+    if (abbrev != nullptr && n == std::string("SIG") + abbrev) return s;
+  }
+  try {
+    const int s = std::stoi(name);
+    if (s > 0 && s < 65) return s;
+  } catch (...) {
+  }
+  throw Error("argument '" + key + "': '" + name + "' is not a signal name (e.g. SIGUSR1)");
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c == ',' || c == ' ') {
+      if (!item.empty()) out.push_back(item);
+      item.clear();
+    } else {
+      item.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string scalar_text(const YAML::Node& node) {
+  if (node.IsNull()) return "None";
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsSequence()) {
+    std::string out;
+    for (const auto& item : node) out += (out.empty() ? "" : ",") + scalar_text(item);
+    return out;
+  }
+  throw Error("a mapping is not a valid argument value");
+}
+
+}  // namespace
+
+std::vector<std::string> closest_keys(const std::string& key, std::size_t n) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& s : specs()) {
+    const std::string name = s.name;
+    const bool prefix = name.rfind(key, 0) == 0 || key.rfind(name, 0) == 0;
+    const std::size_t d = prefix ? 0 : edit_distance(key, name);
+    if (d <= std::max<std::size_t>(2, key.size() / 3)) scored.emplace_back(d, name);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < scored.size() && i < n; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
+void TrainConfig::set(const std::string& key, const std::string& value) {
+  const Spec* spec = find_spec(key);
+  if (spec == nullptr) {
+    std::string hint;
+    for (const auto& k : closest_keys(key)) hint += (hint.empty() ? "" : ", ") + k + "=" + TrainConfig().get(k);
+    throw Error("'" + key + "' is not a valid argument" +
+                (hint.empty() ? std::string("; see --help for the list") : "; similar arguments: " + hint));
+  }
+  std::visit(
+      [&](auto member) {
+        using T = std::decay_t<decltype(this->*member)>;
+        if constexpr (std::is_same_v<T, bool>) this->*member = parse_bool(*spec, value);
+        if constexpr (std::is_same_v<T, std::int64_t>) this->*member = parse_int(*spec, value);
+        if constexpr (std::is_same_v<T, double>) this->*member = parse_double(*spec, value);
+        if constexpr (std::is_same_v<T, std::string>) this->*member = parse_string(*spec, value);
+      },
+      spec->member);
+}
+
+std::string TrainConfig::get(const std::string& key) const {
+  const Spec* spec = find_spec(key);
+  if (spec == nullptr) throw Error("'" + key + "' is not a valid argument");
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::decay_t<decltype(this->*member)>;
+        if constexpr (std::is_same_v<T, bool>) return this->*member ? "true" : "false";
+        if constexpr (std::is_same_v<T, std::int64_t>) return std::to_string(this->*member);
+        if constexpr (std::is_same_v<T, double>) return number_text(this->*member);
+        if constexpr (std::is_same_v<T, std::string>) return this->*member;
+      },
+      spec->member);
+}
+
+void TrainConfig::load_yaml(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error("cannot read config " + path + ": no such file or not readable");
+  } catch (const YAML::Exception& e) {
+    throw Error("config " + path + " is not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw Error("config " + path + " must be a mapping of key: value");
+  for (const auto& item : root) {
+    const std::string key = item.first.as<std::string>();
+    try {
+      set(key, scalar_text(item.second));
+    } catch (const Error& e) {
+      throw Error("config " + path + " (line " + std::to_string(item.first.Mark().line + 1) + "): " + e.what());
+    }
+  }
+}
+
+std::string TrainConfig::to_yaml() const {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const auto& s : specs()) {
+    out << YAML::Key << s.name << YAML::Value;
+    std::visit(
+        [&](auto member) {
+          using T = std::decay_t<decltype(this->*member)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            out << YAML::DoubleQuoted << this->*member;
+          } else {
+            out << get(s.name);
+          }
+        },
+        s.member);
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+void TrainConfig::validate() const {
+  if (save_period == 0) throw Error("argument 'save_period': 0 is not valid; -1 (off) or a number of epochs >= 1");
+  signal_mapping();
+  deadline_at(std::chrono::system_clock::now());
+}
+
+TrainConfig TrainConfig::from_args(const std::vector<std::string>& args) {
+  TrainConfig config;
+  for (const auto& a : args) {
+    if (a.rfind("cfg=", 0) == 0) config.load_yaml(a.substr(4));
+  }
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error("'" + a + "' is not key=value; arguments look like epochs=10 imgsz=320 (see --help)");
+    }
+    const std::string key = a.substr(0, eq);
+    if (key == "cfg") continue;
+    config.set(key, a.substr(eq + 1));
+  }
+  config.validate();
+  return config;
+}
+
+std::vector<TrainConfig::ArgInfo> TrainConfig::describe() {
+  const TrainConfig defaults;
+  std::vector<ArgInfo> out;
+  for (const auto& s : specs()) out.push_back({s.name, defaults.get(s.name), s.help});
+  return out;
+}
+
+lifecycle::SignalMapping TrainConfig::signal_mapping() const {
+  using lifecycle::SignalAction;
+  const std::vector<std::pair<std::string, SignalAction>> groups = {
+      {"signal_stop", SignalAction::Stop},           {"signal_pause", SignalAction::Pause},
+      {"signal_resume", SignalAction::Resume},       {"signal_checkpoint", SignalAction::Checkpoint},
+      {"signal_suspend", SignalAction::Suspend}};
+  lifecycle::SignalMapping mapping;
+  for (const auto& [key, action] : groups) {
+    for (const auto& name : split_list(get(key))) {
+      const int signo = signal_number(key, name);
+      if (signo == SIGKILL || signo == SIGSTOP) throw Error("argument '" + key + "': " + name + " cannot be caught");
+      if (!mapping.emplace(signo, action).second) {
+        throw Error("argument '" + key + "': " + name + " is already given another meaning by another signal_ argument");
+      }
+    }
+  }
+  return mapping;
+}
+
+std::optional<std::chrono::system_clock::time_point> TrainConfig::deadline_at(
+    std::chrono::system_clock::time_point now) const {
+  if (deadline.empty()) return std::nullopt;
+  const auto fail = [&] {
+    return Error("argument 'deadline': '" + deadline +
+                 "' is not valid; expected a duration (90m, 2h30m, 3600s), a clock time HH:MM, or "
+                 "YYYY-MM-DDTHH:MM[:SS] (local time; a trailing Z means UTC)");
+  };
+  std::smatch m;
+  if (std::regex_match(deadline, std::regex(R"(((\d+(\.\d+)?)(h|m|s))+)"))) {
+    double seconds = 0;
+    const std::regex part(R"((\d+(?:\.\d+)?)(h|m|s))");
+    for (auto it = std::sregex_iterator(deadline.begin(), deadline.end(), part); it != std::sregex_iterator(); ++it) {
+      const double v = std::stod((*it)[1].str());
+      const char unit = (*it)[2].str()[0];
+      seconds += v * (unit == 'h' ? 3600 : unit == 'm' ? 60 : 1);
+    }
+    return now + std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds));
+  }
+  std::tm tm{};
+  const std::time_t now_t = std::chrono::system_clock::to_time_t(now);
+  if (std::regex_match(deadline, m, std::regex(R"((\d{1,2}):(\d{2}))"))) {
+    localtime_r(&now_t, &tm);
+    tm.tm_hour = std::stoi(m[1]);
+    tm.tm_min = std::stoi(m[2]);
+    tm.tm_sec = 0;
+    if (tm.tm_hour > 23 || tm.tm_min > 59) throw fail();
+    auto at = std::chrono::system_clock::from_time_t(std::mktime(&tm));
+    if (at <= now) at += std::chrono::hours(24);
+    return at;
+  }
+  if (std::regex_match(deadline, m, std::regex(R"((\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?(Z?))"))) {
+    tm.tm_year = std::stoi(m[1]) - 1900;
+    tm.tm_mon = std::stoi(m[2]) - 1;
+    tm.tm_mday = std::stoi(m[3]);
+    tm.tm_hour = std::stoi(m[4]);
+    tm.tm_min = std::stoi(m[5]);
+    tm.tm_sec = m[6].matched ? std::stoi(m[6]) : 0;
+    tm.tm_isdst = -1;
+    const std::time_t t = m[7].length() > 0 ? timegm(&tm) : std::mktime(&tm);
+    if (t == -1) throw fail();
+    return std::chrono::system_clock::from_time_t(t);
+  }
+  throw fail();
+}
+
+}  // namespace yolotrain::engine
