@@ -7,6 +7,7 @@
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/nn/detect.hpp"
 #include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/model_yaml.hpp"
 #include "yolotrain/nn/summary.hpp"
 #include "yolotrain/nn/weights.hpp"

@@ -1,6 +1,7 @@
 #include "yolotrain/nn/summary.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
 
 #include <cctype>
 #include <cstdio>
@@ -60,7 +61,17 @@ ModelSummary summarize(DetectionModelImpl& model, int64_t imgsz) {
   if (!model.scale().empty() && s.name.size() > 1 && std::isdigit(static_cast<unsigned char>(s.name.back()))) {
     s.name += model.scale();
   }
-  s.layers = static_cast<int64_t>(model.modules(/*include_self=*/false).size()) + 1;
+  // Ultralytics' Conv blocks share one SiLU instance, which model.modules() lists once.
+  bool silu = false;
+  s.layers = 1;
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    if (m->as<torch::nn::SiLUImpl>() != nullptr) {
+      silu = true;
+    } else {
+      ++s.layers;
+    }
+  }
+  s.layers += silu ? 1 : 0;
   for (const auto& p : model.parameters()) {
     s.parameters += p.numel();
     if (p.requires_grad()) s.gradients += p.numel();

@@ -11,7 +11,8 @@ namespace yolotrain::nn {
 struct ModelSummary {
   /// Model name, e.g. "yolov8n" (YAML stem with the scale).
   std::string name;
-  /// Modules in the model tree, the model itself included.
+  /// Modules in the model tree, the model itself included, counting the Conv blocks' SiLUs once
+  /// (they are one shared module in Ultralytics): 225 for yolov8n, 168 once fused.
   int64_t layers = 0;
   /// Parameter elements.
   int64_t parameters = 0;
@@ -19,7 +20,7 @@ struct ModelSummary {
   int64_t gradients = 0;
   /// GFLOPs of one image at the summary's image size (see count_gflops()).
   double gflops = 0;
-  /// "yolov8n summary: 129 layers, 3,157,200 parameters, 3,157,184 gradients, 8.7 GFLOPs".
+  /// "yolov8n summary: 225 layers, 3,157,200 parameters, 3,157,184 gradients, 8.7 GFLOPs".
   std::string to_string() const;
 };
 

@@ -67,3 +67,16 @@ TEST_CASE("make_anchors lists cell centres row-major level by level", "[nn]") {
   CHECK(nn::dist2bbox(dist, anchor, true).equal(at::tensor({11.f, 21.f, 4.f, 6.f}).view({1, 4})));
   CHECK(nn::dist2bbox(dist, anchor, false).equal(at::tensor({9.f, 18.f, 13.f, 24.f}).view({1, 4})));
 }
+
+TEST_CASE("channels_last weights give the same outputs as contiguous ones", "[nn]") {
+  nn::C2f block(nn::C2fOptions(8, 16).n(1).shortcut(true));
+  block->eval();
+  const at::Tensor x = at::randn({2, 8, 6, 10});
+  const at::Tensor ref = block->forward(x);
+  nn::set_memory_format(*block, at::MemoryFormat::ChannelsLast);
+  CHECK(block->cv1->conv->weight.is_contiguous(at::MemoryFormat::ChannelsLast));
+  const at::Tensor y = block->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
+  CHECK(at::allclose(y, ref, 1e-4, 1e-5));
+  nn::set_memory_format(*block, nn::preferred_cpu_memory_format());
+  CHECK(block->cv1->conv->weight.is_contiguous(nn::preferred_cpu_memory_format()));
+}
