@@ -1,0 +1,13 @@
+#pragma once
+
+/// yolotrain::nn — YOLOv8 modules, DetectionModel built from a model YAML, and weight exchange
+/// with Ultralytics (safetensors with Ultralytics' state-dict names).
+
+#include "yolotrain/nn/block.hpp"
+#include "yolotrain/nn/conv.hpp"
+#include "yolotrain/nn/detect.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/nn/memory_format.hpp"
+#include "yolotrain/nn/model_yaml.hpp"
+#include "yolotrain/nn/summary.hpp"
+#include "yolotrain/nn/weights.hpp"

@@ -1,0 +1,154 @@
+#pragma once
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "yolotrain/nn/conv.hpp"
+
+namespace yolotrain::nn {
+
+/// Options of Bottleneck: Conv(c1 -> c_, k1) -> Conv(c_ -> c2, k2, groups g), c_ = int(c2 * e),
+/// plus the input when `shortcut` and c1 == c2.
+struct BottleneckOptions {
+  BottleneckOptions(int64_t c1, int64_t c2) : c1_(c1), c2_(c2) {}
+  /// Input channels.
+  TORCH_ARG(int64_t, c1);
+  /// Output channels.
+  TORCH_ARG(int64_t, c2);
+  /// Residual connection (only used when c1 == c2).
+  TORCH_ARG(bool, shortcut) = true;
+  /// Groups of the second convolution.
+  TORCH_ARG(int64_t, g) = 1;
+  /// Kernel of the first convolution.
+  TORCH_ARG(int64_t, k1) = 3;
+  /// Kernel of the second convolution.
+  TORCH_ARG(int64_t, k2) = 3;
+  /// Hidden channels as a fraction of c2.
+  TORCH_ARG(double, e) = 0.5;
+};
+
+/// Ultralytics' Bottleneck (children cv1, cv2).
+class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
+ public:
+  explicit BottleneckImpl(const BottleneckOptions& options);
+  void reset() override;
+  /// cv2(cv1(x)) (+ x when the block has a residual connection).
+  at::Tensor forward(const at::Tensor& x);
+  /// Folds every BatchNorm into its convolution.
+  void fuse();
+
+  BottleneckOptions options;
+  Conv cv1{nullptr};
+  Conv cv2{nullptr};
+  /// True when forward adds the input.
+  bool add = false;
+};
+TORCH_MODULE(Bottleneck);
+
+/// Options of C2f: cv1 1x1 to 2c (c = int(c2 * e)), split in two, n Bottlenecks (3x3, 3x3, e=1)
+/// chained on the last chunk, concat of all (2+n)c channels -> cv2 1x1 to c2.
+struct C2fOptions {
+  C2fOptions(int64_t c1, int64_t c2) : c1_(c1), c2_(c2) {}
+  /// Input channels.
+  TORCH_ARG(int64_t, c1);
+  /// Output channels.
+  TORCH_ARG(int64_t, c2);
+  /// Number of bottlenecks.
+  TORCH_ARG(int64_t, n) = 1;
+  /// Residual connections in the bottlenecks (Ultralytics: true in the backbone, false in the head).
+  TORCH_ARG(bool, shortcut) = false;
+  /// Groups of the bottlenecks' second convolution.
+  TORCH_ARG(int64_t, g) = 1;
+  /// Hidden channels as a fraction of c2.
+  TORCH_ARG(double, e) = 0.5;
+};
+
+/// Ultralytics' C2f (children cv1, cv2, m).
+class C2fImpl : public torch::nn::Cloneable<C2fImpl> {
+ public:
+  explicit C2fImpl(const C2fOptions& options);
+  void reset() override;
+  at::Tensor forward(const at::Tensor& x);
+  /// Folds every BatchNorm into its convolution.
+  void fuse();
+
+  C2fOptions options;
+  /// Hidden channels (c in Ultralytics).
+  int64_t c = 0;
+  Conv cv1{nullptr};
+  Conv cv2{nullptr};
+  torch::nn::ModuleList m{nullptr};
+};
+TORCH_MODULE(C2f);
+
+/// Options of SPPF: cv1 to c1/2, MaxPool2d(k, 1, k/2) three times in a row, concat of 4 -> cv2.
+struct SPPFOptions {
+  SPPFOptions(int64_t c1, int64_t c2) : c1_(c1), c2_(c2) {}
+  /// Input channels.
+  TORCH_ARG(int64_t, c1);
+  /// Output channels.
+  TORCH_ARG(int64_t, c2);
+  /// Pooling kernel.
+  TORCH_ARG(int64_t, k) = 5;
+};
+
+/// Ultralytics' SPPF (children cv1, cv2, m).
+class SPPFImpl : public torch::nn::Cloneable<SPPFImpl> {
+ public:
+  explicit SPPFImpl(const SPPFOptions& options);
+  void reset() override;
+  at::Tensor forward(const at::Tensor& x);
+  /// Folds every BatchNorm into its convolution.
+  void fuse();
+
+  SPPFOptions options;
+  Conv cv1{nullptr};
+  Conv cv2{nullptr};
+  torch::nn::MaxPool2d m{nullptr};
+};
+TORCH_MODULE(SPPF);
+
+/// Concatenates its inputs along a dimension (Ultralytics' Concat). No parameters.
+class ConcatImpl : public torch::nn::Cloneable<ConcatImpl> {
+ public:
+  explicit ConcatImpl(int64_t dimension = 1) : dimension(dimension) {}
+  void reset() override {}
+  at::Tensor forward(const std::vector<at::Tensor>& xs);
+  /// The dimension to concatenate along.
+  int64_t dimension;
+};
+TORCH_MODULE(Concat);
+
+/// Upsampling by an integer factor, nearest neighbour (nn.Upsample(None, 2, "nearest")). No parameters.
+class UpsampleImpl : public torch::nn::Cloneable<UpsampleImpl> {
+ public:
+  explicit UpsampleImpl(double scale_factor = 2.0) : scale_factor(scale_factor) {}
+  void reset() override {}
+  at::Tensor forward(const at::Tensor& x);
+  /// The scale factor of both spatial dimensions.
+  double scale_factor;
+};
+TORCH_MODULE(Upsample);
+
+/// Distribution Focal Loss integral (Ultralytics' DFL): a fixed 1x1 conv (child `conv`, weight
+/// arange(c1), no grad) that turns [B, 4*c1, A] side-major bin logits into [B, 4, A] expected
+/// distances (softmax over the c1 bins, then the expectation).
+class DFLImpl : public torch::nn::Cloneable<DFLImpl> {
+ public:
+  explicit DFLImpl(int64_t c1 = 16) : c1(c1) { reset(); }
+  void reset() override;
+  at::Tensor forward(const at::Tensor& x);
+  /// Bins per side (reg_max).
+  int64_t c1;
+  torch::nn::Conv2d conv{nullptr};
+};
+TORCH_MODULE(DFL);
+
+}  // namespace yolotrain::nn

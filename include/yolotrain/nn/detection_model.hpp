@@ -1,0 +1,98 @@
+#pragma once
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolotrain/nn/detect.hpp"
+
+namespace yolotrain::nn {
+
+/// Options of DetectionModel.
+struct DetectionModelOptions {
+  /// `model` is a model name ("yolov8n.yaml", resolved by resolve_model()) or a path to a YAML.
+  /* implicit */ DetectionModelOptions(std::string model = "yolov8n.yaml") : model_(std::move(model)) {}
+  /* implicit */ DetectionModelOptions(const char* model) : model_(model) {}
+  /// Model name or YAML path.
+  TORCH_ARG(std::string, model);
+  /// Number of classes; unset keeps the YAML's nc.
+  TORCH_ARG(std::optional<int64_t>, nc) = std::nullopt;
+  /// Scale (n, s, m, l, x); empty takes it from the model name, else the YAML's first scale.
+  TORCH_ARG(std::string, scale) = "";
+  /// Input channels (used when the YAML has no `ch`).
+  TORCH_ARG(int64_t, ch) = 3;
+  /// Class names; empty means "0", "1", ... as Ultralytics does.
+  TORCH_ARG(std::vector<std::string>, names) = {};
+};
+
+/// A YOLOv8 detection model built from a model YAML in Ultralytics' schema; the same network as
+/// Ultralytics' DetectionModel, tensor for tensor: the layers are the children `model.0` ...
+/// `model.N`, so state-dict names, order, shapes and dtypes are Ultralytics' (see state_dict()).
+/// Construction runs a probe forward of zeros(1, ch, 256, 256) in train mode to find the strides,
+/// then Detect's bias_init() and BatchNorm eps 1e-3 / momentum 0.03, as Ultralytics does.
+class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
+ public:
+  explicit DetectionModelImpl(const DetectionModelOptions& options = {});
+
+  /// Builds the layers from the YAML, probes the strides and initialises (see the class comment).
+  void reset() override;
+
+  /// Raw head outputs, one per level: [B, 4*reg_max + nc, H_i, W_i] (train and eval alike).
+  std::vector<at::Tensor> forward(const at::Tensor& x);
+
+  /// Decoded output [B, 4 + nc, A]: xywh boxes in input pixels and sigmoid class scores, as
+  /// Ultralytics' eval forward returns. Uses the current mode (call eval() for inference).
+  at::Tensor predict(const at::Tensor& x);
+
+  /// Folds every Conv's BatchNorm into its convolution for inference (Ultralytics' fuse()).
+  /// The state dict then has `conv.bias` and no `bn.*` entries. Idempotent.
+  void fuse();
+
+  /// True once fuse() ran.
+  bool fused() const { return fused_; }
+
+  /// Strides of the detection levels ([8, 16, 32] for YOLOv8).
+  const std::vector<double>& strides() const { return strides_; }
+  /// Number of classes.
+  int64_t nc() const { return nc_; }
+  /// Class names (from the options, else "0" ... "nc-1").
+  std::vector<std::string> names() const;
+  /// The scale used ("n", "s", ...; empty when the YAML has no scales).
+  const std::string& scale() const { return scale_; }
+  /// The model YAML the model was built from.
+  const std::filesystem::path& yaml_path() const { return yaml_path_; }
+  /// The detection head (the last layer).
+  Detect head() const;
+
+  /// The options the model was built with.
+  DetectionModelOptions options;
+  /// The layers, `model.0` ... `model.N`.
+  torch::nn::ModuleList model{nullptr};
+
+ private:
+  enum class Kind { Conv, C2f, SPPF, Bottleneck, Concat, Upsample, Detect };
+  struct Layer {
+    Kind kind;
+    std::vector<int64_t> from;  ///< absolute indices, -1 = the input image
+    bool keep = false;          ///< a later layer reads this output
+  };
+  at::Tensor run_layer(size_t i, const std::vector<at::Tensor>& inputs);
+  void build();
+  void probe_and_initialise();
+
+  std::vector<Layer> layers_;
+  std::vector<double> strides_;
+  std::filesystem::path yaml_path_;
+  std::string scale_;
+  int64_t nc_ = 0;
+  bool fused_ = false;
+};
+TORCH_MODULE(DetectionModel);
+
+}  // namespace yolotrain::nn

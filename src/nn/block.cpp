@@ -1,0 +1,100 @@
+#include "yolotrain/nn/block.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/upsampling.h>
+
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::nn {
+
+BottleneckImpl::BottleneckImpl(const BottleneckOptions& options_) : options(options_) { reset(); }
+
+void BottleneckImpl::reset() {
+  const auto& o = options;
+  const auto hidden = static_cast<int64_t>(static_cast<double>(o.c2()) * o.e());
+  cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), hidden, o.k1(), 1)));
+  cv2 = register_module("cv2", Conv(ConvOptions(hidden, o.c2(), o.k2(), 1).g(o.g())));
+  add = o.shortcut() && o.c1() == o.c2();
+}
+
+at::Tensor BottleneckImpl::forward(const at::Tensor& x) {
+  at::Tensor y = cv2->forward(cv1->forward(x));
+  return add ? x + y : y;
+}
+
+void BottleneckImpl::fuse() {
+  cv1->fuse();
+  cv2->fuse();
+}
+
+C2fImpl::C2fImpl(const C2fOptions& options_) : options(options_) { reset(); }
+
+void C2fImpl::reset() {
+  const auto& o = options;
+  c = static_cast<int64_t>(static_cast<double>(o.c2()) * o.e());
+  cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), 2 * c, 1, 1)));
+  cv2 = register_module("cv2", Conv(ConvOptions((2 + o.n()) * c, o.c2(), 1, 1)));
+  m = register_module("m", torch::nn::ModuleList());
+  for (int64_t i = 0; i < o.n(); ++i) {
+    m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(1.0)));
+  }
+}
+
+at::Tensor C2fImpl::forward(const at::Tensor& x) {
+  std::vector<at::Tensor> y = cv1->forward(x).chunk(2, 1);
+  for (const auto& block : *m) y.push_back(block->as<BottleneckImpl>()->forward(y.back()));
+  return cv2->forward(at::cat(y, 1));
+}
+
+void C2fImpl::fuse() {
+  cv1->fuse();
+  cv2->fuse();
+  for (const auto& block : *m) block->as<BottleneckImpl>()->fuse();
+}
+
+SPPFImpl::SPPFImpl(const SPPFOptions& options_) : options(options_) { reset(); }
+
+void SPPFImpl::reset() {
+  const auto& o = options;
+  const int64_t hidden = o.c1() / 2;
+  cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), hidden, 1, 1)));
+  cv2 = register_module("cv2", Conv(ConvOptions(hidden * 4, o.c2(), 1, 1)));
+  m = register_module("m", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(o.k()).stride(1).padding(o.k() / 2)));
+}
+
+at::Tensor SPPFImpl::forward(const at::Tensor& x) {
+  std::vector<at::Tensor> y{cv1->forward(x)};
+  for (int i = 0; i < 3; ++i) y.push_back(m->forward(y.back()));
+  return cv2->forward(at::cat(y, 1));
+}
+
+void SPPFImpl::fuse() {
+  cv1->fuse();
+  cv2->fuse();
+}
+
+at::Tensor ConcatImpl::forward(const std::vector<at::Tensor>& xs) { return at::cat(xs, dimension); }
+
+at::Tensor UpsampleImpl::forward(const at::Tensor& x) {
+  namespace F = torch::nn::functional;
+  return F::interpolate(x, F::InterpolateFuncOptions()
+                               .scale_factor(std::vector<double>{scale_factor, scale_factor})
+                               .mode(torch::kNearest));
+}
+
+void DFLImpl::reset() {
+  if (c1 <= 0) throw Error("DFL: the number of bins must be positive, got " + std::to_string(c1));
+  conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(c1, 1, 1).bias(false)));
+  torch::NoGradGuard no_grad;
+  conv->weight.copy_(at::arange(c1, at::kFloat).view({1, c1, 1, 1}));
+  conv->weight.set_requires_grad(false);
+}
+
+at::Tensor DFLImpl::forward(const at::Tensor& x) {
+  const int64_t b = x.size(0), a = x.size(2);
+  at::Tensor y = conv->forward(x.view({b, 4, c1, a}).transpose(2, 1).softmax(1));
+  detail::count_macs(*conv, y);
+  return y.view({b, 4, a});
+}
+
+}  // namespace yolotrain::nn

@@ -1,0 +1,118 @@
+#include "yolotrain/nn/detect.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/container/sequential.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::nn {
+namespace {
+
+torch::nn::Sequential branch(int64_t c_in, int64_t hidden, int64_t c_out) {
+  return torch::nn::Sequential(Conv(ConvOptions(c_in, hidden, 3)), Conv(ConvOptions(hidden, hidden, 3)),
+                               torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, c_out, 1)));
+}
+
+at::Tensor run_branch(const std::shared_ptr<torch::nn::Module>& seq, const at::Tensor& x) {
+  auto& s = *seq->as<torch::nn::SequentialImpl>();
+  at::Tensor y = s.ptr<ConvImpl>(0)->forward(x);
+  y = s.ptr<ConvImpl>(1)->forward(y);
+  auto last = s.ptr<torch::nn::Conv2dImpl>(2);
+  y = last->forward(y);
+  detail::count_macs(*last, y);
+  return y;
+}
+
+}  // namespace
+
+DetectImpl::DetectImpl(const DetectOptions& options_) : options(options_) { reset(); }
+
+void DetectImpl::reset() {
+  const auto& o = options;
+  if (o.nc() <= 0) throw Error("Detect: nc must be positive, got " + std::to_string(o.nc()));
+  if (o.ch().empty()) throw Error("Detect: needs at least one input level");
+  const int64_t c2 = std::max<int64_t>({16, o.ch()[0] / 4, o.reg_max() * 4});
+  const int64_t c3 = std::max<int64_t>(o.ch()[0], std::min<int64_t>(o.nc(), 100));
+  cv2 = register_module("cv2", torch::nn::ModuleList());
+  cv3 = register_module("cv3", torch::nn::ModuleList());
+  for (int64_t c : o.ch()) cv2->push_back(branch(c, c2, 4 * o.reg_max()));
+  for (int64_t c : o.ch()) cv3->push_back(branch(c, c3, o.nc()));
+  dfl = register_module("dfl", DFL(o.reg_max()));
+}
+
+std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) {
+  if (xs.size() != cv2->size()) {
+    throw Error("Detect: expected " + std::to_string(cv2->size()) + " feature levels, got " +
+                std::to_string(xs.size()));
+  }
+  std::vector<at::Tensor> out;
+  out.reserve(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    out.push_back(at::cat({run_branch(cv2[i], xs[i]), run_branch(cv3[i], xs[i])}, 1));
+  }
+  return out;
+}
+
+at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw) {
+  if (stride.size() != raw.size()) {
+    throw Error("Detect::decode: strides are not set for " + std::to_string(raw.size()) +
+                " levels; build the head through DetectionModel (its probe forward sets them)");
+  }
+  const int64_t b = raw[0].size(0);
+  std::vector<at::Tensor> flat;
+  for (const auto& x : raw) flat.push_back(x.view({b, no(), -1}));
+  const at::Tensor x_cat = at::cat(flat, 2);
+  auto [anchors, strides] = make_anchors(raw, stride, 0.5);
+  const auto parts = x_cat.split_with_sizes({4 * options.reg_max(), options.nc()}, 1);
+  const at::Tensor dbox = dist2bbox(dfl->forward(parts[0]), anchors.t().unsqueeze(0), true, 1) * strides.t();
+  return at::cat({dbox, parts[1].sigmoid()}, 1);
+}
+
+void DetectImpl::bias_init() {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < stride.size() && i < cv2->size(); ++i) {
+    cv2[i]->as<torch::nn::SequentialImpl>()->ptr<torch::nn::Conv2dImpl>(2)->bias.fill_(1.0);
+    const double s = stride[i];
+    const double v = std::log(5.0 / static_cast<double>(options.nc()) / std::pow(640.0 / s, 2));
+    cv3[i]->as<torch::nn::SequentialImpl>()->ptr<torch::nn::Conv2dImpl>(2)->bias.fill_(v);
+  }
+}
+
+void DetectImpl::fuse() {
+  for (auto* list : {&cv2, &cv3}) {
+    for (const auto& seq : **list) {
+      auto& s = *seq->as<torch::nn::SequentialImpl>();
+      s.ptr<ConvImpl>(0)->fuse();
+      s.ptr<ConvImpl>(1)->fuse();
+    }
+  }
+}
+
+std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& feats,
+                                               const std::vector<double>& strides, double offset) {
+  if (feats.size() != strides.size()) throw Error("make_anchors: one stride per feature level needed");
+  std::vector<at::Tensor> points, stride_list;
+  for (size_t i = 0; i < feats.size(); ++i) {
+    const int64_t h = feats[i].size(2), w = feats[i].size(3);
+    const auto opts = feats[i].options();
+    const at::Tensor sx = at::arange(w, opts) + offset;
+    const at::Tensor sy = at::arange(h, opts) + offset;
+    const auto grid = at::meshgrid({sy, sx}, "ij");
+    points.push_back(at::stack({grid[1], grid[0]}, -1).view({-1, 2}));
+    stride_list.push_back(at::full({h * w, 1}, strides[i], opts));
+  }
+  return {at::cat(points), at::cat(stride_list)};
+}
+
+at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh, int64_t dim) {
+  const auto lt_rb = distance.chunk(2, dim);
+  const at::Tensor x1y1 = anchor_points - lt_rb[0];
+  const at::Tensor x2y2 = anchor_points + lt_rb[1];
+  if (xywh) return at::cat({(x1y1 + x2y2) / 2, x2y2 - x1y1}, dim);
+  return at::cat({x1y1, x2y2}, dim);
+}
+
+}  // namespace yolotrain::nn
