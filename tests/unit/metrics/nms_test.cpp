@@ -110,3 +110,33 @@ TEST_CASE("nms returns an empty [0 6] tensor for images without candidates", "[m
   ym::non_max_suppression(pred, {});
   CHECK(at::equal(copy, pred));
 }
+
+TEST_CASE("nms per-class split gives the same rows as one suppression over offset boxes", "[metrics]") {
+  at::manual_seed(5);
+  const int64_t n = 600, nc = 4;
+  const at::Tensor xy = at::rand({n, 2}) * 200, wh = at::rand({n, 2}) * 50 + 2;
+  const at::Tensor scores = at::rand({n, nc}).pow(2);
+  const at::Tensor pred = at::cat({xy, wh, scores}, 1).t().unsqueeze(0).contiguous();
+  ym::NmsOptions o;
+  o.multi_label = true;
+  o.max_det = 100000;
+  const at::Tensor got = ym::non_max_suppression(pred, o)[0];
+  // The reference's way: all candidates, boxes offset by cls * 7680, one torchvision-style pass.
+  std::vector<at::Tensor> rows;
+  const at::Tensor xyxy = at::cat({xy - wh / 2, xy + wh / 2}, 1);
+  const auto ij = at::where(scores > o.conf);
+  const at::Tensor x = at::cat({xyxy.index({ij[0]}), scores.index({ij[0], ij[1]}).unsqueeze(1),
+                                ij[1].unsqueeze(1).to(at::kFloat)}, 1);
+  const at::Tensor keep = ym::nms(x.slice(1, 0, 4) + x.slice(1, 5, 6) * 7680, x.select(1, 4), o.iou);
+  REQUIRE(got.size(0) > 50);
+  CHECK(at::equal(got, x.index({keep})));
+}
+
+TEST_CASE("nms class offset lets far-away boxes of another class suppress as the reference does", "[metrics]") {
+  // A class-0 box at (7680..7780) lands, after class offsets, exactly on a class-1 box at
+  // (0..100) + 7680: the reference suppresses it, and so do we (no per-class split here).
+  const at::Tensor pred = image({{7730, 7730, 100, 100, 0.9f, 0.f}, {50, 50, 100, 100, 0.f, 0.8f}});
+  const auto out = ym::non_max_suppression(pred, {});
+  REQUIRE(out[0].size(0) == 1);
+  CHECK(out[0][0][5].item<float>() == 0.f);
+}
