@@ -1,0 +1,26 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <utility>
+#include <vector>
+
+namespace yolotrain::loss {
+
+/// Anchor points and their strides for per-level feature maps `feats` ([B, C, H_i, W_i]):
+/// (x + offset, y + offset) in grid units of each level, row-major (y outer, x inner), levels
+/// concatenated. Returns (anchor_points [A, 2], stride_tensor [A, 1]) in feats[0]'s dtype and
+/// device. Throws yolotrain::Error when feats and strides differ in count.
+std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& feats,
+                                               const std::vector<double>& strides,
+                                               double grid_cell_offset = 0.5);
+
+/// Distances (l, t, r, b) along `dim` from `anchor_points` to boxes: xywh or xyxy.
+at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh = true,
+                     int64_t dim = -1);
+
+/// xyxy boxes to distances (l, t, r, b) from `anchor_points`, clamped to [0, reg_max - 0.01]
+/// (the v8 loss passes reg_max - 1 = 15, so 14.99).
+at::Tensor bbox2dist(const at::Tensor& anchor_points, const at::Tensor& bbox, double reg_max);
+
+}  // namespace yolotrain::loss

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "yolotrain/loss/task_aligned_assigner.hpp"
+
+namespace yolotrain::loss {
+
+/// Ground truth of a batch, in Ultralytics' batch fields (N = boxes in the whole batch).
+struct Targets {
+  at::Tensor batch_idx;  ///< [N] image index of each box (any number type)
+  at::Tensor cls;        ///< [N, 1] (or [N]) class of each box
+  at::Tensor bboxes;     ///< [N, 4] normalized xywh (0..1 of the network input size)
+};
+
+/// Weights of the three loss terms (Ultralytics' hyperparameters box, cls, dfl).
+struct LossGains {
+  double box = 7.5;
+  double cls = 0.5;
+  double dfl = 1.5;
+};
+
+/// What the loss needs to know of the model's head.
+struct DetectionLossOptions {
+  std::vector<double> strides = {8.0, 16.0, 32.0};  ///< per output level, in pixels
+  int64_t nc = 80;                                  ///< number of classes
+  int64_t reg_max = 16;                             ///< DFL bins per box side
+  int64_t tal_topk = 10;                            ///< the assigner's topk (v8 loss: 10)
+};
+
+/// The result of DetectionLoss.
+struct LossOutput {
+  at::Tensor total;  ///< scalar, items.sum() * batch_size, with gradient
+  at::Tensor items;  ///< [3] detached: box * gain.box, cls * gain.cls, dfl * gain.dfl
+};
+
+/// The YOLOv8 detection loss, as Ultralytics 8.2.82's v8DetectionLoss: TaskAlignedAssigner
+/// (topk 10, alpha 0.5, beta 6) on pixel boxes, BCE over all anchors and classes, CIoU and DFL on
+/// the positives in grid units of each level, each divided by max(sum of target scores, 1).
+class DetectionLoss {
+ public:
+  /// Throws yolotrain::Error on an empty stride list, nc < 1 or reg_max < 2.
+  explicit DetectionLoss(DetectionLossOptions options, LossGains gains = {});
+
+  /// feats: the model's raw outputs per level, [B, 4*reg_max + nc, H_i, W_i] (levels in stride
+  /// order). targets: the batch's boxes. Throws yolotrain::Error when shapes disagree or a
+  /// target's image index or class is out of range.
+  LossOutput operator()(const std::vector<at::Tensor>& feats, const Targets& targets) const;
+
+  const DetectionLossOptions& options() const { return options_; }
+  const LossGains& gains() const { return gains_; }
+  const TaskAlignedAssigner& assigner() const { return assigner_; }
+
+  /// Ultralytics' preprocess: targets to [B, M, 5] (cls, x1, y1, x2, y2 in pixels of an image
+  /// of size `imgsz_hw`), each image's rows in their original order, padded with zeros to the
+  /// largest count M.
+  at::Tensor preprocess(const Targets& targets, int64_t batch_size, const at::Tensor& imgsz_hw) const;
+
+  /// DFL expectation then dist2bbox: pred_dist [B, A, 4*reg_max] -> xyxy [B, A, 4] (grid units).
+  at::Tensor bbox_decode(const at::Tensor& anchor_points, const at::Tensor& pred_dist) const;
+
+ private:
+  void check_feats(const std::vector<at::Tensor>& feats) const;
+
+  DetectionLossOptions options_;
+  LossGains gains_;
+  TaskAlignedAssigner assigner_;
+};
+
+/// Distribution focal loss of pred_dist [n, reg_max] (logits) against target [n/4... , 4]
+/// distances, mean over the 4 sides, shape [n_pos, 1]; targets clamped to [0, reg_max - 1.01].
+at::Tensor df_loss(const at::Tensor& pred_dist, const at::Tensor& target, int64_t reg_max);
+
+}  // namespace yolotrain::loss

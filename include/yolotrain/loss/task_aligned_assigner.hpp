@@ -1,0 +1,68 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace yolotrain::loss {
+
+/// What TaskAlignedAssigner::operator() returns (B = images, A = anchors, C = classes).
+struct Assignment {
+  at::Tensor target_labels;  ///< [B, A] int64, class of the assigned GT (0 where background)
+  at::Tensor target_bboxes;  ///< [B, A, 4] the assigned GT box (xyxy, same units as gt_bboxes)
+  at::Tensor target_scores;  ///< [B, A, C] one-hot times the normalized alignment metric
+  at::Tensor fg_mask;        ///< [B, A] bool, anchors that got a GT
+  at::Tensor target_gt_idx;  ///< [B, A] int64, index of the assigned GT within its image
+};
+
+/// Task-aligned label assignment (TOOD), as Ultralytics' utils/tal.py TaskAlignedAssigner:
+/// candidates are anchors whose centre lies strictly inside a GT; the alignment metric is
+/// score^alpha * CIoU^beta; each GT keeps its `topk` best candidates; an anchor claimed by several
+/// GTs goes to the GT with the highest CIoU among all GTs containing it (first on ties). All
+/// work is vectorised over images, GTs and anchors; no gradient is recorded.
+class TaskAlignedAssigner {
+ public:
+  /// Ultralytics' class defaults are topk 13, alpha 1.0; the v8 loss uses topk 10, alpha 0.5.
+  explicit TaskAlignedAssigner(int64_t topk = 13, int64_t num_classes = 80, double alpha = 1.0,
+                               double beta = 6.0, double eps = 1e-9);
+
+  /// pd_scores [B, A, C] (sigmoid), pd_bboxes [B, A, 4] xyxy, anc_points [A, 2],
+  /// gt_labels [B, M, 1], gt_bboxes [B, M, 4] xyxy, mask_gt [B, M, 1] (1 for real, 0 for padding).
+  /// Boxes and anchors in the same units (the loss uses pixels). M may be 0.
+  Assignment operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
+                        const at::Tensor& anc_points, const at::Tensor& gt_labels,
+                        const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
+
+  int64_t topk() const { return topk_; }
+  int64_t num_classes() const { return num_classes_; }
+  double alpha() const { return alpha_; }
+  double beta() const { return beta_; }
+  double eps() const { return eps_; }
+
+  /// [B, M, A] mask (float, gt_bboxes' dtype) of anchors whose centre is inside a GT by more
+  /// than eps on all four sides.
+  static at::Tensor select_candidates_in_gts(const at::Tensor& xy_centers,
+                                             const at::Tensor& gt_bboxes, double eps = 1e-9);
+
+  /// Resolves anchors claimed by several GTs: returns (target_gt_idx [B, A], fg_mask [B, A],
+  /// mask_pos [B, M, A]) where each positive anchor keeps only the GT of max overlap.
+  static std::tuple<at::Tensor, at::Tensor, at::Tensor> select_highest_overlaps(
+      const at::Tensor& mask_pos, const at::Tensor& overlaps, int64_t n_max_boxes);
+
+ private:
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> get_pos_mask(
+      const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& gt_labels,
+      const at::Tensor& gt_bboxes, const at::Tensor& anc_points, const at::Tensor& mask_gt) const;
+  std::pair<at::Tensor, at::Tensor> get_box_metrics(const at::Tensor& pd_scores,
+                                                    const at::Tensor& pd_bboxes,
+                                                    const at::Tensor& gt_labels,
+                                                    const at::Tensor& gt_bboxes,
+                                                    const at::Tensor& mask) const;
+  at::Tensor select_topk_candidates(const at::Tensor& metrics, const at::Tensor& topk_mask) const;
+
+  int64_t topk_;
+  int64_t num_classes_;
+  double alpha_;
+  double beta_;
+  double eps_;
+};
+
+}  // namespace yolotrain::loss

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <vector>
+
+namespace yolotrain::metrics {
+
+/// Options of non_max_suppression(); defaults are Ultralytics' function defaults (its validator
+/// uses conf 0.001, iou 0.7, multi_label true; its predictor conf 0.25, iou 0.7).
+struct NmsOptions {
+  double conf = 0.25;          ///< keep candidates whose score is strictly above this
+  double iou = 0.45;           ///< suppress boxes whose IoU with a kept box is strictly above this
+  int64_t max_det = 300;       ///< at most this many rows per image
+  int64_t max_nms = 30000;     ///< at most this many highest-scoring candidates enter NMS
+  bool multi_label = false;    ///< one row per (box, class) above conf (only when nc > 1)
+  bool agnostic = false;       ///< suppress across classes too
+  std::optional<std::vector<int64_t>> classes;  ///< keep only these classes
+  double max_wh = 7680.0;      ///< per-class box offset (pixels) that separates classes
+};
+
+/// NMS of pred [B, 4 + nc, A] (xywh pixels, then class scores), as Ultralytics'
+/// ops.non_max_suppression: returns one [n, 6] float tensor (x1, y1, x2, y2, conf, cls) per
+/// image in keep order (descending score, stable). Ultralytics' wall-clock time limit is not
+/// applied. Throws yolotrain::Error on a wrong shape.
+std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOptions& opts = {});
+
+/// torchvision.ops.nms on the CPU: indices (int64) of the kept boxes, highest score first;
+/// boxes [n, 4] xyxy, a box is suppressed when its IoU with a kept box is > iou_threshold.
+at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold);
+
+}  // namespace yolotrain::metrics

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "yolotrain/metrics/boxes.hpp"
+#include "yolotrain/metrics/det_metrics.hpp"
+
+namespace yolotrain::metrics {
+
+/// Where one validation image came from: its original (h, w) and its letterbox gain/padding
+/// (without ratio_pad the letterbox is recomputed from the shapes, as scale_boxes does).
+struct ImageInfo {
+  std::array<int64_t, 2> ori_shape = {0, 0};
+  std::optional<RatioPad> ratio_pad;
+};
+
+/// Accumulates validation statistics image by image, as Ultralytics' DetectionValidator
+/// (update_metrics / get_stats): predictions and labels are mapped back to the original image,
+/// matched greedily at IoU 0.5:0.95, and finalize() computes the metrics.
+class Validator {
+ public:
+  /// `nc` is only used for nt_per_class(); 0 means "as many as seen".
+  explicit Validator(int64_t nc = 0);
+
+  /// One image. pred [n, 6] post-NMS rows (x1, y1, x2, y2, conf, cls) in pixels of the network
+  /// input of size imgsz (h, w); gt_cls [m] (or [m, 1]); gt_bboxes [m, 4] normalized xywh.
+  void update(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
+              std::array<int64_t, 2> imgsz, const ImageInfo& info);
+
+  /// A batch: preds[i] for image i (as non_max_suppression() returns them), the batch's target
+  /// fields (batch_idx [N], cls [N, 1], normalized xywh bboxes [N, 4]) and one ImageInfo per
+  /// image. Throws yolotrain::Error when counts disagree.
+  void update(const std::vector<at::Tensor>& preds, const at::Tensor& batch_idx,
+              const at::Tensor& cls, const at::Tensor& bboxes, std::array<int64_t, 2> imgsz,
+              const std::vector<ImageInfo>& infos);
+
+  /// The metrics of everything seen since construction or reset().
+  DetMetrics finalize() const;
+
+  /// Forgets everything.
+  void reset();
+
+  /// Images seen.
+  int64_t seen() const { return seen_; }
+  /// Ground-truth boxes per class over the images seen.
+  std::vector<int64_t> nt_per_class() const;
+
+  /// Accumulated statistics, concatenated: tp [N, 10] bool, conf [N], pred_cls [N],
+  /// target_cls [M].
+  at::Tensor tp() const;
+  at::Tensor conf() const;
+  at::Tensor pred_cls() const;
+  at::Tensor target_cls() const;
+
+ private:
+  int64_t nc_;
+  int64_t seen_ = 0;
+  at::Tensor iouv_;
+  std::vector<at::Tensor> tp_, conf_, pred_cls_, target_cls_;
+};
+
+}  // namespace yolotrain::metrics

@@ -1,0 +1,174 @@
+#include "yolotrain/loss/detection_loss.hpp"
+
+#include <string>
+
+#include "yolotrain/error.hpp"
+#include "yolotrain/loss/anchors.hpp"
+#include "yolotrain/loss/box_ops.hpp"
+
+namespace yolotrain::loss {
+
+namespace {
+
+using at::indexing::Slice;
+
+std::string shape(const at::Tensor& t) {
+  return t.defined() ? c10::str(t.sizes()) : std::string("(undefined)");
+}
+
+// Checks the batch fields and returns them as one [N, 6] float tensor (idx, cls, x, y, w, h).
+at::Tensor batch_targets(const Targets& t, int64_t batch_size, int64_t nc,
+                         const at::TensorOptions& options) {
+  if (!t.batch_idx.defined() || !t.cls.defined() || !t.bboxes.defined()) {
+    throw Error("DetectionLoss: targets.batch_idx, targets.cls and targets.bboxes must all be set "
+                "(use empty tensors [0], [0, 1], [0, 4] for a batch without boxes)");
+  }
+  const int64_t n = t.batch_idx.numel();
+  if (t.cls.numel() != n || t.bboxes.dim() != 2 || t.bboxes.size(0) != n || t.bboxes.size(1) != 4) {
+    throw Error("DetectionLoss: targets disagree: batch_idx " + shape(t.batch_idx) + ", cls " +
+                shape(t.cls) + ", bboxes " + shape(t.bboxes) +
+                "; expected [N], [N, 1] and [N, 4] (normalized xywh)");
+  }
+  if (n > 0) {
+    const at::Tensor idx = t.batch_idx.to(at::kDouble);
+    const at::Tensor cls = t.cls.to(at::kDouble);
+    if (idx.min().item<double>() < 0 || idx.max().item<double>() >= batch_size) {
+      throw Error("DetectionLoss: targets.batch_idx holds values outside [0, " +
+                  std::to_string(batch_size) + ") for a batch of " + std::to_string(batch_size) +
+                  " images; fix the image indices of the targets");
+    }
+    if (cls.min().item<double>() < 0 || cls.max().item<double>() >= nc) {
+      throw Error("DetectionLoss: targets.cls holds values outside [0, " + std::to_string(nc) +
+                  "); check the labels against the model's number of classes");
+    }
+  }
+  return at::cat({t.batch_idx.reshape({-1, 1}).to(options), t.cls.reshape({-1, 1}).to(options),
+                  t.bboxes.to(options)},
+                 1);
+}
+
+}  // namespace
+
+at::Tensor df_loss(const at::Tensor& pred_dist, const at::Tensor& target_in, int64_t reg_max) {
+  const at::Tensor target = target_in.clamp(0, reg_max - 1 - 0.01);
+  const at::Tensor tl = target.to(at::kLong);  // target left
+  const at::Tensor tr = tl + 1;                // target right
+  const at::Tensor wl = tr - target;           // weight left
+  const at::Tensor wr = 1 - wl;                // weight right
+  const auto none = at::Reduction::None;
+  return (at::cross_entropy_loss(pred_dist, tl.view(-1), {}, none).view(tl.sizes()) * wl +
+          at::cross_entropy_loss(pred_dist, tr.view(-1), {}, none).view(tl.sizes()) * wr)
+      .mean(-1, true);
+}
+
+DetectionLoss::DetectionLoss(DetectionLossOptions options, LossGains gains)
+    : options_(std::move(options)),
+      gains_(gains),
+      assigner_(options_.tal_topk, std::max<int64_t>(options_.nc, 1), 0.5, 6.0) {
+  if (options_.strides.empty() || options_.nc < 1 || options_.reg_max < 2) {
+    throw Error("DetectionLoss: needs at least one stride, nc >= 1 and reg_max >= 2 (got " +
+                std::to_string(options_.strides.size()) + " strides, nc " +
+                std::to_string(options_.nc) + ", reg_max " + std::to_string(options_.reg_max) + ")");
+  }
+}
+
+void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
+  const int64_t no = options_.nc + 4 * options_.reg_max;
+  if (feats.size() != options_.strides.size()) {
+    throw Error("DetectionLoss: got " + std::to_string(feats.size()) + " output levels but " +
+                std::to_string(options_.strides.size()) +
+                " strides; pass the model's raw per-level outputs");
+  }
+  for (size_t i = 0; i < feats.size(); ++i) {
+    const at::Tensor& f = feats[i];
+    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0)) {
+      throw Error("DetectionLoss: output level " + std::to_string(i) + " has shape " + shape(f) +
+                  "; expected [B, " + std::to_string(no) + " (4*reg_max + nc), H, W]");
+    }
+  }
+}
+
+at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
+                                     const at::Tensor& imgsz_hw) const {
+  const auto options = imgsz_hw.options();
+  const at::Tensor t = batch_targets(targets, batch_size, options_.nc, options);
+  if (t.size(0) == 0) return at::zeros({batch_size, 0, 5}, options);
+  const at::Tensor i = t.select(1, 0);
+  const at::Tensor counts = std::get<2>(at::_unique2(i, true, false, true));
+  at::Tensor out = at::zeros({batch_size, counts.max().item<int64_t>(), 5}, options);
+  for (int64_t j = 0; j < batch_size; ++j) {
+    const at::Tensor matches = i == j;
+    const int64_t n = matches.sum().item<int64_t>();
+    if (n) out.select(0, j).slice(0, 0, n).copy_(t.index({matches}).slice(1, 1));
+  }
+  const at::Tensor scale = imgsz_hw.index({at::tensor({1, 0, 1, 0}, at::kLong)});
+  at::Tensor xywh = out.slice(2, 1, 5);
+  xywh.mul_(scale);
+  xywh.copy_(xywh2xyxy(xywh));
+  return out;
+}
+
+at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
+                                      const at::Tensor& pred_dist) const {
+  const int64_t b = pred_dist.size(0), a = pred_dist.size(1), c = pred_dist.size(2);
+  const at::Tensor proj = at::arange(options_.reg_max, pred_dist.options().requires_grad(false));
+  const at::Tensor dist = pred_dist.view({b, a, 4, c / 4}).softmax(3).matmul(proj);
+  return dist2bbox(dist, anchor_points, false);
+}
+
+LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
+                                     const Targets& targets) const {
+  check_feats(feats);
+  const int64_t batch_size = feats[0].size(0);
+  const int64_t no = options_.nc + 4 * options_.reg_max;
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& f : feats) flat.push_back(f.view({batch_size, no, -1}));
+  const auto split = at::cat(flat, 2).split_with_sizes({4 * options_.reg_max, options_.nc}, 1);
+  const at::Tensor pred_scores = split[1].permute({0, 2, 1}).contiguous();
+  const at::Tensor pred_distri = split[0].permute({0, 2, 1}).contiguous();
+
+  const auto dtype = pred_scores.scalar_type();
+  const at::Tensor imgsz =
+      at::tensor({feats[0].size(2), feats[0].size(3)}, pred_scores.options().dtype(dtype)
+                                                           .requires_grad(false)) *
+      options_.strides[0];
+  const auto [anchor_points, stride_tensor] = make_anchors(feats, options_.strides, 0.5);
+  const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
+
+  const at::Tensor gt = preprocess(targets, batch_size, imgsz);
+  const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
+  const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
+
+  const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
+  Assignment a = assigner_(pred_scores.detach().sigmoid(),
+                           (pred_bboxes.detach() * strides).to(gt_bboxes.scalar_type()),
+                           anchors * strides, gt_labels, gt_bboxes, mask_gt);
+
+  const at::Tensor tss = at::clamp_min(a.target_scores.sum(), 1);  // max(sum, 1)
+  const at::Tensor loss_cls =
+      at::binary_cross_entropy_with_logits(pred_scores, a.target_scores.to(dtype), {}, {},
+                                           at::Reduction::None)
+          .sum() /
+      tss;
+  at::Tensor loss_box = at::zeros({}, pred_scores.options().requires_grad(false));
+  at::Tensor loss_dfl = loss_box;
+  if (a.fg_mask.any().item<bool>()) {
+    const at::Tensor target_bboxes = a.target_bboxes / strides;
+    const at::Tensor& fg = a.fg_mask;
+    const at::Tensor weight = a.target_scores.sum(-1).index({fg}).unsqueeze(-1);
+    const at::Tensor iou =
+        bbox_iou(pred_bboxes.index({fg}), target_bboxes.index({fg}), false, IouKind::CIoU);
+    loss_box = ((1.0 - iou) * weight).sum() / tss;
+    const at::Tensor target_ltrb = bbox2dist(anchors, target_bboxes, options_.reg_max - 1);
+    loss_dfl = (df_loss(pred_distri.index({fg}).view({-1, options_.reg_max}),
+                        target_ltrb.index({fg}), options_.reg_max) *
+                weight)
+                   .sum() /
+               tss;
+  }
+  const at::Tensor loss = at::stack({loss_box * gains_.box, loss_cls * gains_.cls,
+                                     loss_dfl * gains_.dfl});
+  return {loss.sum() * batch_size, loss.detach()};
+}
+
+}  // namespace yolotrain::loss

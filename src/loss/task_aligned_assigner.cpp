@@ -1,0 +1,171 @@
+#include "yolotrain/loss/task_aligned_assigner.hpp"
+
+#include <string>
+
+#include "yolotrain/error.hpp"
+#include "yolotrain/loss/box_ops.hpp"
+
+namespace yolotrain::loss {
+
+namespace {
+
+using at::indexing::Ellipsis;
+using at::indexing::Slice;
+
+void check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
+                  const at::Tensor& anc_points, const at::Tensor& gt_labels,
+                  const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) {
+  const bool ok = pd_scores.dim() == 3 && pd_bboxes.dim() == 3 && pd_bboxes.size(2) == 4 &&
+                  pd_bboxes.size(0) == pd_scores.size(0) &&
+                  pd_bboxes.size(1) == pd_scores.size(1) && anc_points.dim() == 2 &&
+                  anc_points.size(0) == pd_scores.size(1) && gt_bboxes.dim() == 3 &&
+                  gt_bboxes.size(2) == 4 && gt_bboxes.size(0) == pd_scores.size(0) &&
+                  gt_labels.dim() == 3 && gt_labels.size(1) == gt_bboxes.size(1) &&
+                  mask_gt.dim() == 3 && mask_gt.size(1) == gt_bboxes.size(1);
+  if (!ok) {
+    throw Error("TaskAlignedAssigner: inconsistent shapes pd_scores " + c10::str(pd_scores.sizes()) +
+                ", pd_bboxes " + c10::str(pd_bboxes.sizes()) + ", anc_points " +
+                c10::str(anc_points.sizes()) + ", gt_labels " + c10::str(gt_labels.sizes()) +
+                ", gt_bboxes " + c10::str(gt_bboxes.sizes()) + ", mask_gt " +
+                c10::str(mask_gt.sizes()) +
+                "; expected [B,A,C], [B,A,4], [A,2], [B,M,1], [B,M,4], [B,M,1]");
+  }
+}
+
+}  // namespace
+
+TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, double alpha,
+                                         double beta, double eps)
+    : topk_(topk), num_classes_(num_classes), alpha_(alpha), beta_(beta), eps_(eps) {
+  if (topk < 1 || num_classes < 1) {
+    throw Error("TaskAlignedAssigner: topk (" + std::to_string(topk) + ") and num_classes (" +
+                std::to_string(num_classes) + ") must be at least 1");
+  }
+}
+
+Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
+                                           const at::Tensor& anc_points,
+                                           const at::Tensor& gt_labels,
+                                           const at::Tensor& gt_bboxes,
+                                           const at::Tensor& mask_gt) const {
+  check_inputs(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
+  at::NoGradGuard no_grad;
+  const int64_t bs = pd_scores.size(0);
+  const int64_t n_max_boxes = gt_bboxes.size(1);
+  if (n_max_boxes == 0) {
+    const at::Tensor s0 = pd_scores.select(-1, 0);
+    return {at::full_like(s0, num_classes_), at::zeros_like(pd_bboxes), at::zeros_like(pd_scores),
+            at::zeros_like(s0), at::zeros_like(s0)};
+  }
+  if (pd_scores.size(2) != num_classes_) {
+    throw Error("TaskAlignedAssigner: pd_scores has " + std::to_string(pd_scores.size(2)) +
+                " classes but the assigner was built for " + std::to_string(num_classes_));
+  }
+  auto [mask_pos, align_metric, overlaps] =
+      get_pos_mask(pd_scores, pd_bboxes, gt_labels, gt_bboxes, anc_points, mask_gt);
+  at::Tensor target_gt_idx, fg_mask;
+  std::tie(target_gt_idx, fg_mask, mask_pos) =
+      select_highest_overlaps(mask_pos, overlaps, n_max_boxes);
+
+  // Targets of each anchor from its GT.
+  const at::Tensor batch_ind =
+      at::arange(bs, gt_labels.options().dtype(at::kLong)).unsqueeze(-1);
+  const at::Tensor flat_idx = target_gt_idx + batch_ind * n_max_boxes;
+  at::Tensor target_labels = gt_labels.to(at::kLong).flatten().index({flat_idx});
+  const at::Tensor target_bboxes = gt_bboxes.view({-1, gt_bboxes.size(-1)}).index({flat_idx});
+  target_labels.clamp_(0);
+  at::Tensor target_scores =
+      at::zeros({target_labels.size(0), target_labels.size(1), num_classes_},
+                target_labels.options());
+  target_scores.scatter_(2, target_labels.unsqueeze(-1), 1);
+  const at::Tensor fg_scores_mask = fg_mask.unsqueeze(-1).repeat({1, 1, num_classes_});
+  target_scores = at::where(fg_scores_mask > 0, target_scores, at::zeros({}, target_scores.options()));
+
+  // Normalize the metric per GT: best metric -> best IoU of that GT.
+  align_metric *= mask_pos;
+  const at::Tensor pos_align_metrics = align_metric.amax(-1, true);
+  const at::Tensor pos_overlaps = (overlaps * mask_pos).amax(-1, true);
+  const at::Tensor norm_align_metric =
+      (align_metric * pos_overlaps / (pos_align_metrics + eps_)).amax(-2).unsqueeze(-1);
+  target_scores = target_scores * norm_align_metric;
+  return {target_labels, target_bboxes, target_scores, fg_mask.to(at::kBool), target_gt_idx};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_pos_mask(
+    const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& gt_labels,
+    const at::Tensor& gt_bboxes, const at::Tensor& anc_points, const at::Tensor& mask_gt) const {
+  const at::Tensor mask_in_gts = select_candidates_in_gts(anc_points, gt_bboxes);
+  auto [align_metric, overlaps] =
+      get_box_metrics(pd_scores, pd_bboxes, gt_labels, gt_bboxes, mask_in_gts * mask_gt);
+  const at::Tensor mask_topk =
+      select_topk_candidates(align_metric, mask_gt.expand({-1, -1, topk_}).to(at::kBool));
+  const at::Tensor mask_pos = mask_topk * mask_in_gts * mask_gt;
+  return {mask_pos, align_metric, overlaps};
+}
+
+std::pair<at::Tensor, at::Tensor> TaskAlignedAssigner::get_box_metrics(
+    const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& gt_labels,
+    const at::Tensor& gt_bboxes, const at::Tensor& mask) const {
+  const int64_t bs = pd_scores.size(0), n_max_boxes = gt_bboxes.size(1), na = pd_bboxes.size(-2);
+  const at::Tensor mask_gt = mask.to(at::kBool);  // b, max_num_obj, h*w
+  at::Tensor overlaps = at::zeros({bs, n_max_boxes, na}, pd_bboxes.options());
+  at::Tensor bbox_scores = at::zeros({bs, n_max_boxes, na}, pd_scores.options());
+
+  const at::Tensor ind0 =
+      at::arange(bs, at::TensorOptions().dtype(at::kLong).device(pd_scores.device()))
+          .view({-1, 1})
+          .expand({-1, n_max_boxes});
+  const at::Tensor ind1 = gt_labels.squeeze(-1).to(at::kLong);
+  // Scores of each anchor for each GT's class: [b, max_num_obj, h*w].
+  const at::Tensor gathered = pd_scores.index({ind0, Slice(), ind1});
+  bbox_scores.index_put_({mask_gt}, gathered.index({mask_gt}));
+
+  const at::Tensor pd_boxes = pd_bboxes.unsqueeze(1).expand({-1, n_max_boxes, -1, -1}).index({mask_gt});
+  const at::Tensor gt_boxes = gt_bboxes.unsqueeze(2).expand({-1, -1, na, -1}).index({mask_gt});
+  overlaps.index_put_({mask_gt},
+                      bbox_iou(gt_boxes, pd_boxes, false, IouKind::CIoU).squeeze(-1).clamp_(0));
+
+  const at::Tensor align_metric = bbox_scores.pow(alpha_) * overlaps.pow(beta_);
+  return {align_metric, overlaps};
+}
+
+at::Tensor TaskAlignedAssigner::select_topk_candidates(const at::Tensor& metrics,
+                                                       const at::Tensor& topk_mask) const {
+  const int64_t k = std::min<int64_t>(topk_, metrics.size(-1));
+  at::Tensor topk_idxs = std::get<1>(at::topk(metrics, k, -1, true));
+  topk_idxs.masked_fill_(~topk_mask.index({Ellipsis, Slice(0, k)}), 0);
+  // One scatter of all k indices; padded GTs (all indices 0) count k > 1 and are dropped.
+  at::Tensor count_tensor = at::zeros(metrics.sizes(), metrics.options().dtype(at::kChar));
+  count_tensor.scatter_add_(-1, topk_idxs, at::ones_like(topk_idxs, count_tensor.options()));
+  count_tensor.masked_fill_(count_tensor > 1, 0);
+  return count_tensor.to(metrics.scalar_type());
+}
+
+at::Tensor TaskAlignedAssigner::select_candidates_in_gts(const at::Tensor& xy_centers,
+                                                         const at::Tensor& gt_bboxes, double eps) {
+  const int64_t n_anchors = xy_centers.size(0);
+  const int64_t bs = gt_bboxes.size(0), n_boxes = gt_bboxes.size(1);
+  const auto lt_rb = gt_bboxes.view({-1, 1, 4}).chunk(2, 2);
+  const at::Tensor centers = xy_centers.unsqueeze(0);
+  const at::Tensor bbox_deltas = at::cat({centers - lt_rb[0], lt_rb[1] - centers}, 2)
+                                     .view({bs, n_boxes, n_anchors, -1});
+  return bbox_deltas.amin(3).gt_(eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::select_highest_overlaps(
+    const at::Tensor& mask_pos_in, const at::Tensor& overlaps, int64_t n_max_boxes) {
+  at::Tensor mask_pos = mask_pos_in;
+  at::Tensor fg_mask = mask_pos.sum(-2);
+  if (fg_mask.max().item<double>() > 1) {  // an anchor claimed by several GTs
+    const at::Tensor mask_multi_gts = (fg_mask.unsqueeze(1) > 1).expand({-1, n_max_boxes, -1});
+    const at::Tensor max_overlaps_idx = overlaps.argmax(1);
+    at::Tensor is_max_overlaps = at::zeros(mask_pos.sizes(), mask_pos.options());
+    is_max_overlaps.scatter_(1, max_overlaps_idx.unsqueeze(1), 1);
+    mask_pos = at::where(mask_multi_gts, is_max_overlaps, mask_pos).to(at::kFloat);
+    fg_mask = mask_pos.sum(-2);
+  }
+  const at::Tensor target_gt_idx = mask_pos.argmax(-2);
+  return {target_gt_idx, fg_mask, mask_pos};
+}
+
+}  // namespace yolotrain::loss

@@ -1,0 +1,113 @@
+#include "yolotrain/metrics/validator.hpp"
+
+#include <string>
+
+#include "yolotrain/error.hpp"
+#include "yolotrain/loss/box_ops.hpp"
+#include "yolotrain/metrics/ap.hpp"
+
+namespace yolotrain::metrics {
+
+namespace {
+
+at::Tensor cat_or_empty(const std::vector<at::Tensor>& parts, at::IntArrayRef empty_shape,
+                        at::ScalarType dtype) {
+  if (parts.empty()) return at::zeros(empty_shape, dtype);
+  return at::cat(parts, 0);
+}
+
+}  // namespace
+
+Validator::Validator(int64_t nc) : nc_(nc), iouv_(iou_thresholds()) {}
+
+void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
+                       const at::Tensor& gt_bboxes, std::array<int64_t, 2> imgsz,
+                       const ImageInfo& info) {
+  const at::Tensor pred = pred_in.defined() ? pred_in.cpu() : at::zeros({0, 6});
+  if (pred.dim() != 2 || pred.size(1) < 6) {
+    throw Error("Validator::update: predictions must be [n, 6] (x1, y1, x2, y2, conf, cls), got " +
+                c10::str(pred.sizes()));
+  }
+  const at::Tensor cls = gt_cls_in.reshape({-1}).to(at::kFloat).cpu();
+  const int64_t nl = cls.size(0), npr = pred.size(0);
+  if (gt_bboxes.numel() != nl * 4) {
+    throw Error("Validator::update: " + std::to_string(nl) + " labels but bboxes of shape " +
+                c10::str(gt_bboxes.sizes()) + "; pass normalized xywh boxes [m, 4]");
+  }
+  ++seen_;
+  if (npr == 0) {
+    if (nl) {
+      tp_.push_back(at::zeros({0, iouv_.numel()}, at::kBool));
+      conf_.push_back(at::zeros({0}));
+      pred_cls_.push_back(at::zeros({0}));
+      target_cls_.push_back(cls);
+    }
+    return;
+  }
+  at::Tensor predn = pred.slice(1, 0, 6).to(at::kFloat).clone();
+  at::Tensor pbox = predn.slice(1, 0, 4);
+  scale_boxes(imgsz, pbox, info.ori_shape, info.ratio_pad);
+  at::Tensor tp = at::zeros({npr, iouv_.numel()}, at::kBool);
+  if (nl) {
+    at::Tensor bbox = loss::xywh2xyxy(gt_bboxes.reshape({-1, 4}).to(at::kFloat).cpu()) *
+                      at::tensor({imgsz[1], imgsz[0], imgsz[1], imgsz[0]}, at::kLong);
+    scale_boxes(imgsz, bbox, info.ori_shape, info.ratio_pad);
+    tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, predn.slice(1, 0, 4)), iouv_);
+  }
+  tp_.push_back(tp);
+  conf_.push_back(predn.select(1, 4).clone());
+  pred_cls_.push_back(predn.select(1, 5).clone());
+  target_cls_.push_back(cls);
+}
+
+void Validator::update(const std::vector<at::Tensor>& preds, const at::Tensor& batch_idx,
+                       const at::Tensor& cls, const at::Tensor& bboxes,
+                       std::array<int64_t, 2> imgsz, const std::vector<ImageInfo>& infos) {
+  if (preds.size() != infos.size()) {
+    throw Error("Validator::update: " + std::to_string(preds.size()) + " prediction tensors but " +
+                std::to_string(infos.size()) + " image infos; pass one of each per image");
+  }
+  const at::Tensor idx = batch_idx.reshape({-1}).cpu();
+  const at::Tensor c = cls.reshape({-1}).cpu();
+  const at::Tensor b = bboxes.reshape({-1, 4}).cpu();
+  if (c.size(0) != idx.size(0) || b.size(0) != idx.size(0)) {
+    throw Error("Validator::update: batch_idx " + c10::str(batch_idx.sizes()) + ", cls " +
+                c10::str(cls.sizes()) + " and bboxes " + c10::str(bboxes.sizes()) + " disagree");
+  }
+  for (size_t si = 0; si < preds.size(); ++si) {
+    const at::Tensor mask = idx == static_cast<int64_t>(si);
+    update(preds[si], c.index({mask}), b.index({mask}), imgsz, infos[si]);
+  }
+}
+
+DetMetrics Validator::finalize() const {
+  return det_metrics(tp(), conf(), pred_cls(), target_cls());
+}
+
+void Validator::reset() {
+  seen_ = 0;
+  tp_.clear();
+  conf_.clear();
+  pred_cls_.clear();
+  target_cls_.clear();
+}
+
+std::vector<int64_t> Validator::nt_per_class() const {
+  const at::Tensor t = target_cls().to(at::kLong);
+  const int64_t n = std::max<int64_t>(nc_, t.numel() ? t.max().item<int64_t>() + 1 : 0);
+  std::vector<int64_t> out(static_cast<size_t>(n), 0);
+  const int64_t* p = t.data_ptr<int64_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (p[i] >= 0) ++out[static_cast<size_t>(p[i])];
+  }
+  return out;
+}
+
+at::Tensor Validator::tp() const { return cat_or_empty(tp_, {0, iouv_.numel()}, at::kBool); }
+at::Tensor Validator::conf() const { return cat_or_empty(conf_, {0}, at::kFloat); }
+at::Tensor Validator::pred_cls() const { return cat_or_empty(pred_cls_, {0}, at::kFloat); }
+at::Tensor Validator::target_cls() const {
+  return cat_or_empty(target_cls_, {0}, at::kFloat).contiguous();
+}
+
+}  // namespace yolotrain::metrics
