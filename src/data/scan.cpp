@@ -55,7 +55,9 @@ std::string parse_line(const std::string& line, int nc, float tol, Box& box, boo
   for (double c : {v[1], v[2], v[3], v[4], x1, y1, x2, y2})
     if (c < -tol || c > 1 + tol) return "coordinates out of [0, 1] (not normalized?)";
   if (v[3] <= 0 || v[4] <= 0) return "degenerate box (width or height <= 0)";
-  clipped = x1 < 0 || y1 < 0 || x2 > 1 || y2 > 1;
+  // Overshoots up to 1e-6 are rounding of 6-decimal labels (x + w/2 = 1.0000000000000002): silent.
+  constexpr double kRounding = 1e-6;
+  clipped = x1 < -kRounding || y1 < -kRounding || x2 > 1 + kRounding || y2 > 1 + kRounding;
   x1 = std::clamp(x1, 0.0, 1.0), y1 = std::clamp(y1, 0.0, 1.0);
   x2 = std::clamp(x2, 0.0, 1.0), y2 = std::clamp(y2, 0.0, 1.0);
   if (x2 - x1 <= 0 || y2 - y1 <= 0) return "degenerate box after clipping to the image";
