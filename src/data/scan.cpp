@@ -13,6 +13,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/atomic_file.hpp"
 #include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/lifecycle/signal_binding.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -120,6 +121,7 @@ std::vector<FileResult> validate_all(const std::vector<fs::path>& images, int nc
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
+      lifecycle::block_lifecycle_signals_in_this_thread();
       for (std::size_t i = t; i < images.size(); i += threads) out[i] = validate(images[i], nc, opt.clip_tolerance);
     });
   for (auto& th : pool) th.join();
