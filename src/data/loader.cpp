@@ -161,6 +161,7 @@ std::optional<Batch> Loader::next() {
   for (std::size_t p = begin; p < end; ++p) {
     slots.push_back(d.take(p));
     if (slots.back().error) {
+      seek(d.epoch, d.batch);  // a retry rebuilds this batch instead of waiting for taken samples
       std::rethrow_exception(slots.back().error);
     }
   }

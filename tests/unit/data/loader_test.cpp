@@ -179,6 +179,9 @@ TEST_CASE("loader: a worker's error reaches the caller with the file name", "[da
     CHECK(loader.next().has_value());
     CHECK(loader.next().has_value());
     CHECK_THROWS_WITH(loader.next(), Catch::Contains("000004.jpg"));
+    CHECK_THROWS_WITH(loader.next(), Catch::Contains("000004.jpg"));  // a retry fails again, never hangs
+    loader.seek(0, 0);
+    CHECK(loader.next().has_value());
   }
 }
 
