@@ -1,0 +1,77 @@
+// Data pipeline figures: loader images/s on coco128 (default train augmentation) and decode time per
+// image with and without DCT scaling on bccd. Prints figures; asserts nothing.
+// Run: build/bench/data_bench [SHARED_DIR]
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "yolotrain/data.hpp"
+
+namespace fs = std::filesystem;
+namespace yd = yolotrain::data;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Images per second over one epoch (after a warm-up epoch, so cache=ram is measured filled).
+double loader_images_per_s(const yd::Dataset& ds, int imgsz, int workers, bool cache_ram) {
+  yd::LoaderOptions o;
+  o.batch = 16, o.imgsz = imgsz, o.workers = workers, o.cache_ram = cache_ram;
+  yd::Loader loader(ds, o);
+  while (loader.next()) {
+  }
+  loader.seek(1);
+  const auto t0 = Clock::now();
+  std::size_t images = 0;
+  while (auto b = loader.next()) images += static_cast<std::size_t>(b->img.size(0));
+  return images / seconds_since(t0);
+}
+
+/// Milliseconds per decode over `images`, DCT-scaled towards `target` (0: full size).
+double decode_ms(const std::vector<fs::path>& images, int target, bool resize) {
+  const auto t0 = Clock::now();
+  for (const auto& p : images) {
+    yd::Labelled s{yd::decode_image(p, target), {}};
+    if (resize && target > 0) yd::resize_long_side(s, target, false);
+  }
+  return 1000 * seconds_since(t0) / images.size();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path shared = argc > 1 ? fs::path(argv[1]) : fs::path(YOLOTRAIN_SHARED_DIR);
+  yd::ScanOptions so;
+  so.use_cache = false;
+  const auto coco = yd::load_split(yd::load_data_yaml(shared / "datasets/coco128/data.yaml"), "train", so);
+  std::printf("loader, coco128 train (%zu images), batch 16, default train augmentation (mosaic 1.0, HSV, fliplr)\n",
+              coco.size());
+  std::printf("%6s %8s %10s %10s\n", "imgsz", "workers", "cache", "images/s");
+  for (int imgsz : {320, 640})
+    for (int workers : {1, 2})
+      for (bool ram : {false, true})
+        std::printf("%6d %8d %10s %10.1f\n", imgsz, workers, ram ? "ram" : "none",
+                    loader_images_per_s(coco, imgsz, workers, ram));
+
+  const auto bccd = yd::list_images({shared / "datasets/bccd/images/train", shared / "datasets/bccd/images/val",
+                                     shared / "datasets/bccd/images/test"});
+  decode_ms(bccd, 0, false);  // warm the page cache
+  std::printf("\ndecode, bccd (%zu JPEGs, 640x480), ms per image, one thread\n", bccd.size());
+  std::printf("%-44s %8.2f\n", "full decode", decode_ms(bccd, 0, false));
+  for (int target : {320, 160}) {
+    std::printf("full decode + resize to %-20d %8.2f\n", target, [&] {
+      const auto t0 = Clock::now();
+      for (const auto& p : bccd) {
+        yd::Labelled s{yd::decode_image(p, 0), {}};
+        yd::resize_long_side(s, target, false);
+      }
+      return 1000 * seconds_since(t0) / bccd.size();
+    }());
+    std::printf("DCT-scaled decode (1/%d) + resize to %-7d %8.2f\n", 640 / target, target, decode_ms(bccd, target, true));
+  }
+  return 0;
+}

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <vector>
+
+#include "yolotrain/data/image.hpp"
+#include "yolotrain/data/rng.hpp"
+
+namespace yolotrain::data {
+
+/// Ultralytics' augmentation hyper-parameters (same names, same defaults).
+struct AugmentConfig {
+  double hsv_h = 0.015;      ///< hue gain (fraction)
+  double hsv_s = 0.7;        ///< saturation gain (fraction)
+  double hsv_v = 0.4;        ///< value gain (fraction)
+  double degrees = 0.0;      ///< rotation (+/- deg)
+  double translate = 0.1;    ///< translation (+/- fraction)
+  double scale = 0.5;        ///< scale gain (+/-)
+  double shear = 0.0;        ///< shear (+/- deg)
+  double perspective = 0.0;  ///< perspective (+/- fraction), 0 to 0.001
+  double flipud = 0.0;       ///< probability of an up-down flip
+  double fliplr = 0.5;       ///< probability of a left-right flip
+  double mosaic = 1.0;       ///< probability of mosaic
+  double mixup = 0.0;        ///< probability of mixup
+};
+
+/// A box in pixels (corners) with its class, as augmentations carry them.
+struct PixelBox {
+  int cls = 0;
+  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+};
+
+/// An image with its boxes in pixels.
+struct Labelled {
+  Image image;
+  std::vector<PixelBox> boxes;
+};
+
+/// What letterbox() did: new = old * ratio + pad.
+struct LetterboxInfo {
+  double ratio_h = 1, ratio_w = 1;  ///< scale factors
+  double pad_x = 0, pad_y = 0;      ///< left / top padding in pixels
+};
+
+/// Ultralytics' load_image: resizes so the long side is `imgsz` (w = min(ceil(w0*r), imgsz)),
+/// with INTER_LINEAR when `augment` or enlarging, INTER_AREA otherwise. Boxes are scaled too.
+void resize_long_side(Labelled& sample, int imgsz, bool augment);
+
+/// Ultralytics' LetterBox: resize to fit (new_h, new_w) keeping the aspect ratio (never enlarging
+/// when `scaleup` is false), then pad with 114 split evenly (round(d -/+ 0.1)); `auto_pad` pads
+/// only to a multiple of `stride` instead. Boxes follow.
+LetterboxInfo letterbox(Labelled& sample, int new_h, int new_w, bool auto_pad = false, bool scaleup = true,
+                        int stride = 32);
+
+/// Ultralytics' 4-image Mosaic: the images (already resize_long_side'd) are placed around a random
+/// centre in [imgsz/2, 3*imgsz/2) on a 2*imgsz canvas filled with 114; boxes are clipped to the
+/// canvas and zero-area ones dropped. Follow with random_perspective(border = -imgsz/2).
+Labelled mosaic4(const std::vector<Labelled>& four, int imgsz, Rng& rng);
+
+/// Ultralytics' RandomPerspective: M = T*S*R*P*C (degrees, translate, scale, shear, perspective),
+/// warpAffine/warpPerspective with fill 114 to an output of (h + 2*border, w + 2*border), boxes
+/// transformed by their 4 corners, clipped, then filtered by box_candidates (w, h > 2 px, area
+/// ratio > 0.1, aspect < 100).
+void random_perspective(Labelled& sample, const AugmentConfig& cfg, Rng& rng, int border = 0);
+
+/// Ultralytics' RandomHSV: LUTs on the HSV channels with gains 1 + uniform(-1, 1) * (h, s, v).
+void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng);
+
+/// Ultralytics' RandomFlip, up-down with p = flipud then left-right with p = fliplr.
+void random_flip(Labelled& sample, const AugmentConfig& cfg, Rng& rng);
+
+/// Ultralytics' MixUp: r ~ Beta(32, 32), image = a*r + b*(1-r) (same size), boxes concatenated.
+void mixup(Labelled& a, const Labelled& b, Rng& rng);
+
+/// Ultralytics' box_candidates: keeps boxes wider and taller than wh_thr px, with area ratio
+/// (after / before) above area_thr and aspect ratio below ar_thr.
+bool box_candidate(const PixelBox& before, const PixelBox& after, double wh_thr = 2, double ar_thr = 100,
+                   double area_thr = 0.1);
+
+}  // namespace yolotrain::data

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace yolotrain::data {
+
+/// A parsed Ultralytics data.yaml.
+struct DataConfig {
+  std::filesystem::path yaml;  ///< the file it came from
+  std::filesystem::path root;  ///< `path`, resolved (see load_data_yaml)
+  /// Split name ("train", "val", "test") -> its entries (folders or .txt lists), resolved.
+  std::map<std::string, std::vector<std::filesystem::path>> splits;
+  std::vector<std::string> names;  ///< class names, index = class id
+  int nc() const { return static_cast<int>(names.size()); }
+  /// True when the split is named in the YAML.
+  bool has(const std::string& split) const { return splits.count(split) != 0; }
+};
+
+/// Parses a data.yaml: `path`, `train`, `val`, optional `test` (each a folder, a .txt file listing
+/// image paths, or a list of those), `names` (a list or an index map) and optional `nc` (checked
+/// against `names`). Unlike Ultralytics, a relative `path` is resolved against the YAML's own folder
+/// first, then against the current folder; a missing `path` means the YAML's folder. Split entries
+/// are resolved against `path`. Throws yolotrain::Error naming the file and key on any problem.
+DataConfig load_data_yaml(const std::filesystem::path& yaml);
+
+/// The image files of one split, sorted by path: the images in each folder (recursively, by
+/// extension; Ultralytics' list: bmp dng jpeg jpg mpo png tif tiff webp pfm) and the lines of each
+/// .txt list (relative lines are relative to the list's folder). Throws when an entry is missing.
+std::vector<std::filesystem::path> list_images(const std::vector<std::filesystem::path>& entries);
+
+/// The label file of an image: the last "/images/" replaced by "/labels/", extension by ".txt".
+std::filesystem::path label_path_for(const std::filesystem::path& image);
+
+}  // namespace yolotrain::data

@@ -1,0 +1,84 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolotrain/data/data_config.hpp"
+
+namespace yolotrain::data {
+
+/// One labelled box: class id and normalized centre/size (YOLO label format).
+struct Box {
+  int cls = 0;
+  float x = 0, y = 0, w = 0, h = 0;
+  bool operator==(const Box& o) const { return cls == o.cls && x == o.x && y == o.y && w == o.w && h == o.h; }
+};
+
+/// One usable image of a split after validation.
+struct ImageRecord {
+  std::filesystem::path image;
+  int height = 0;       ///< after EXIF orientation
+  int width = 0;        ///< after EXIF orientation
+  int orientation = 1;  ///< EXIF orientation tag
+  std::vector<Box> boxes;  ///< empty: a background image
+};
+
+/// A file that was skipped, and why.
+struct Problem {
+  std::filesystem::path file;
+  std::string reason;  ///< includes the line number for label files
+};
+
+/// What a scan found in one split.
+struct ScanReport {
+  std::size_t images = 0;       ///< usable images, backgrounds included
+  std::size_t backgrounds = 0;  ///< usable images without boxes (no or empty label file)
+  std::size_t boxes = 0;
+  std::size_t duplicates = 0;   ///< duplicate label rows removed
+  std::vector<Problem> corrupt;    ///< skipped images (bad image or bad label file)
+  std::vector<std::string> warnings;  ///< non-fatal: clipped coordinates, duplicates removed
+  std::vector<std::size_t> boxes_per_class;  ///< size nc
+  bool from_cache = false;
+  /// "N images, M backgrounds, K corrupt, D duplicates removed".
+  std::string summary() const;
+};
+
+/// Options of a scan.
+struct ScanOptions {
+  /// Where the labels cache lives; default: beside the labels folder, "<labels dir>.cache" (as
+  /// Ultralytics' labels/train.cache). A read-only location only costs a warning.
+  std::optional<std::filesystem::path> cache_path;
+  bool use_cache = true;  ///< false: neither read nor write a cache
+  int threads = 0;        ///< scan threads; 0 = hardware concurrency (at most 8)
+  /// Coordinates beyond [0, 1] by at most this much (in corner space) are clipped with a warning;
+  /// farther out, the label file is bad.
+  float clip_tolerance = 0.01f;
+};
+
+/// A validated split: the usable images with their labels, and the scan report.
+struct Dataset {
+  std::string split;
+  std::vector<std::string> names;
+  std::vector<ImageRecord> records;  ///< sorted by image path
+  ScanReport report;
+  int nc() const { return static_cast<int>(names.size()); }
+  std::size_t size() const { return records.size(); }
+};
+
+/// Scans and validates `images` (see list_images) against `nc` classes, reading or writing the
+/// labels cache. Corrupt images and bad label files are skipped with one Problem each; never throws
+/// for a bad file. Throws yolotrain::Error only for unusable input (no files at all).
+Dataset scan_images(const std::vector<std::filesystem::path>& images, const std::vector<std::string>& names,
+                    const ScanOptions& options = {});
+
+/// Loads split `split` of `config`: lists, scans and validates it. Throws yolotrain::Error naming
+/// the split's folders when it has no usable image, or when the split is not in the YAML.
+Dataset load_split(const DataConfig& config, const std::string& split, const ScanOptions& options = {});
+
+/// A cache key over the files' paths, sizes and modification times (and the scan settings).
+std::string scan_cache_key(const std::vector<std::filesystem::path>& images, int nc, float clip_tolerance);
+
+}  // namespace yolotrain::data

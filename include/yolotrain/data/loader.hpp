@@ -1,0 +1,86 @@
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolotrain/data/augment.hpp"
+#include "yolotrain/data/dataset.hpp"
+
+namespace yolotrain::data {
+
+/// Options of a Loader (Ultralytics' names where they exist).
+struct LoaderOptions {
+  int batch = 16;
+  int imgsz = 640;
+  int workers = 2;             ///< threads decoding and augmenting; 0 = in the caller's thread
+  std::uint64_t seed = 0;
+  bool augment = true;         ///< training pipeline (mosaic, perspective, HSV, flips, mixup)
+  bool shuffle = true;         ///< a new order per epoch, a function of (seed, epoch)
+  bool rect = false;           ///< rectangular batches (validation): sorted by aspect ratio
+  int stride = 32;
+  double pad = 0.5;            ///< rect batch shapes: ceil(shape*imgsz/stride + pad)*stride
+  AugmentConfig hyp;
+  int epochs = 100;            ///< with close_mosaic: mosaic (and mixup) off from epochs - close_mosaic
+  int close_mosaic = 10;
+  bool cache_ram = false;      ///< cache=ram: keep decoded, resized images in memory
+  int prefetch_batches = 4;    ///< bounded prefetch: samples at most this many batches ahead
+  bool dct_scaling = true;     ///< decode large JPEGs with DCT scaling
+};
+
+/// One batch in Ultralytics' fields.
+struct Batch {
+  at::Tensor img;        ///< float32 [B,3,H,W], RGB / 255
+  at::Tensor batch_idx;  ///< float32 [N]
+  at::Tensor cls;        ///< float32 [N,1]
+  at::Tensor bboxes;     ///< float32 [N,4], normalized xywh
+  std::vector<std::string> im_file;
+  std::vector<std::pair<int, int>> ori_shape;      ///< (h, w) of the source image
+  std::vector<std::pair<int, int>> resized_shape;  ///< (h, w) of the batch image
+  /// Per image ((gain_h, gain_w), (pad_x, pad_y)): batch pixel = source pixel * gain + pad.
+  std::vector<LetterboxInfo> ratio_pad;
+  int epoch = 0;
+  std::int64_t index = 0;  ///< batch index within the epoch
+};
+
+/// A deterministic multi-threaded loader. Sample order and every augmentation are functions of
+/// (seed, epoch, position in the epoch), so batches are byte-identical for any number of workers,
+/// and seek() resumes mid-epoch without decoding skipped samples. Threads only, no processes;
+/// the destructor (or stop()) ends them promptly, whatever the queue holds.
+class Loader {
+ public:
+  Loader(const Dataset& dataset, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  /// Positions the loader at batch `batch_index` of `epoch` (0-based); next() returns it.
+  void seek(int epoch, std::int64_t batch_index = 0);
+  /// The next batch of the current epoch, or nothing at its end (then seek(epoch + 1)). Rethrows a
+  /// worker's exception as yolotrain::Error naming the file.
+  std::optional<Batch> next();
+  /// Batches per epoch: ceil(size / batch).
+  std::int64_t batches_per_epoch() const;
+  /// Ends the worker threads now; next() then throws.
+  void stop();
+  /// Dataset order of epoch `epoch` (positions -> record index).
+  std::vector<std::size_t> order(int epoch) const;
+  /// Whether mosaic is used in `epoch` (close_mosaic).
+  bool mosaic_enabled(int epoch) const;
+  const LoaderOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Builds sample `position` of `epoch` alone, as the loader's workers do (for tests and tools):
+/// pixels and boxes after the whole pipeline, boxes in pixels of the returned image.
+Labelled make_sample(const Dataset& dataset, const LoaderOptions& options, int epoch, std::size_t position,
+                     LetterboxInfo* info = nullptr);
+
+}  // namespace yolotrain::data

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace yolotrain::data {
+
+/// Options of the synthetic "shapes" dataset.
+struct ShapesOptions {
+  std::uint64_t seed = 0;
+  int train = 256;   ///< training images
+  int val = 64;      ///< validation images
+  int imgsz = 320;   ///< image side in pixels
+  int quality = 90;  ///< JPEG quality
+};
+
+/// The class names of the shapes dataset: rectangle, ellipse, triangle, cross.
+const char* const* shapes_class_names(int* count);
+
+/// Writes a YOLO-layout dataset of coloured shapes (4 classes, varied sizes, overlaps, textured
+/// backgrounds) to `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt and data.yaml
+/// (path: .). The bytes are a function of the options only. Returns the data.yaml path.
+std::filesystem::path write_shapes_dataset(const std::filesystem::path& out, const ShapesOptions& options = {});
+
+}  // namespace yolotrain::data

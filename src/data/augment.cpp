@@ -1,0 +1,214 @@
+// Ultralytics' augmentations on OpenCV imgproc: resize, letterbox, mosaic, perspective, HSV, flips, mixup.
+#include "yolotrain/data/augment.hpp"
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "opencv_view.hpp"
+
+namespace yolotrain::data {
+namespace {
+
+using detail::from_mat;
+using detail::view;
+
+constexpr double kPi = 3.14159265358979323846;
+
+void scale_boxes(std::vector<PixelBox>& boxes, double sx, double sy, double dx = 0, double dy = 0) {
+  for (auto& b : boxes) {
+    b.x1 = static_cast<float>(b.x1 * sx + dx), b.x2 = static_cast<float>(b.x2 * sx + dx);
+    b.y1 = static_cast<float>(b.y1 * sy + dy), b.y2 = static_cast<float>(b.y2 * sy + dy);
+  }
+}
+
+Image resized(const Image& img, int w, int h, int interp) {
+  cv::Mat dst;
+  cv::resize(view(img), dst, cv::Size(w, h), 0, 0, interp);
+  return from_mat(dst);
+}
+
+/// Transforms box corners by M (3x3), taking the min/max of the 4 corners, clipped to (w, h).
+PixelBox warp_box(const PixelBox& b, const cv::Matx33d& M, bool perspective, int w, int h) {
+  const double xs[4] = {b.x1, b.x2, b.x1, b.x2}, ys[4] = {b.y1, b.y2, b.y2, b.y1};
+  double x1 = 1e300, y1 = 1e300, x2 = -1e300, y2 = -1e300;
+  for (int i = 0; i < 4; ++i) {
+    double x = M(0, 0) * xs[i] + M(0, 1) * ys[i] + M(0, 2);
+    double y = M(1, 0) * xs[i] + M(1, 1) * ys[i] + M(1, 2);
+    if (perspective) {
+      const double z = M(2, 0) * xs[i] + M(2, 1) * ys[i] + M(2, 2);
+      x /= z, y /= z;
+    }
+    x1 = std::min(x1, x), y1 = std::min(y1, y), x2 = std::max(x2, x), y2 = std::max(y2, y);
+  }
+  PixelBox out{b.cls, static_cast<float>(std::clamp(x1, 0.0, double(w))), static_cast<float>(std::clamp(y1, 0.0, double(h))),
+               static_cast<float>(std::clamp(x2, 0.0, double(w))), static_cast<float>(std::clamp(y2, 0.0, double(h)))};
+  return out;
+}
+
+}  // namespace
+
+void resize_long_side(Labelled& s, int imgsz, bool augment) {
+  const int h0 = s.image.height, w0 = s.image.width;
+  const double r = static_cast<double>(imgsz) / std::max(h0, w0);
+  if (r == 1.0) return;
+  const int w = std::min(static_cast<int>(std::ceil(w0 * r)), imgsz);
+  const int h = std::min(static_cast<int>(std::ceil(h0 * r)), imgsz);
+  s.image = resized(s.image, w, h, (augment || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
+  scale_boxes(s.boxes, static_cast<double>(w) / w0, static_cast<double>(h) / h0);
+}
+
+LetterboxInfo letterbox(Labelled& s, int new_h, int new_w, bool auto_pad, bool scaleup, int stride) {
+  const int h = s.image.height, w = s.image.width;
+  double r = std::min(static_cast<double>(new_h) / h, static_cast<double>(new_w) / w);
+  if (!scaleup) r = std::min(r, 1.0);
+  const int uw = static_cast<int>(std::lround(w * r)), uh = static_cast<int>(std::lround(h * r));
+  double dw = new_w - uw, dh = new_h - uh;
+  if (auto_pad) dw = std::fmod(dw, stride), dh = std::fmod(dh, stride);
+  dw /= 2, dh /= 2;
+  if (uw != w || uh != h) s.image = resized(s.image, uw, uh, cv::INTER_LINEAR);
+  // Python's round (half to even) as Ultralytics: round(dh - 0.1), round(dh + 0.1).
+  auto pyround = [](double v) { return static_cast<int>(std::nearbyint(v)); };
+  const int top = pyround(dh - 0.1), bottom = pyround(dh + 0.1);
+  const int left = pyround(dw - 0.1), right = pyround(dw + 0.1);
+  cv::Mat dst;
+  cv::copyMakeBorder(view(s.image), dst, top, bottom, left, right, cv::BORDER_CONSTANT,
+                     cv::Scalar(114, 114, 114));
+  s.image = from_mat(dst);
+  LetterboxInfo info{static_cast<double>(uh) / h, static_cast<double>(uw) / w, double(left), double(top)};
+  scale_boxes(s.boxes, info.ratio_w, info.ratio_h, left, top);
+  return info;
+}
+
+Labelled mosaic4(const std::vector<Labelled>& four, int s, Rng& rng) {
+  const int xc = static_cast<int>(rng.uniform(s / 2, 2 * s - s / 2));
+  const int yc = static_cast<int>(rng.uniform(s / 2, 2 * s - s / 2));
+  Labelled out;
+  out.image = Image(2 * s, 2 * s, 114);
+  cv::Mat canvas = view(out.image);
+  for (int i = 0; i < 4; ++i) {
+    const Image& img = four[i].image;
+    const int h = img.height, w = img.width;
+    int x1a, y1a, x2a, y2a, x1b, y1b, x2b, y2b;
+    if (i == 0) {
+      x1a = std::max(xc - w, 0), y1a = std::max(yc - h, 0), x2a = xc, y2a = yc;
+      x1b = w - (x2a - x1a), y1b = h - (y2a - y1a), x2b = w, y2b = h;
+    } else if (i == 1) {
+      x1a = xc, y1a = std::max(yc - h, 0), x2a = std::min(xc + w, 2 * s), y2a = yc;
+      x1b = 0, y1b = h - (y2a - y1a), x2b = std::min(w, x2a - x1a), y2b = h;
+    } else if (i == 2) {
+      x1a = std::max(xc - w, 0), y1a = yc, x2a = xc, y2a = std::min(2 * s, yc + h);
+      x1b = w - (x2a - x1a), y1b = 0, x2b = w, y2b = std::min(y2a - y1a, h);
+    } else {
+      x1a = xc, y1a = yc, x2a = std::min(xc + w, 2 * s), y2a = std::min(2 * s, yc + h);
+      x1b = 0, y1b = 0, x2b = std::min(w, x2a - x1a), y2b = std::min(y2a - y1a, h);
+    }
+    if (x2a > x1a && y2a > y1a)
+      view(img)(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(canvas(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a)));
+    const int padw = x1a - x1b, padh = y1a - y1b;
+    for (PixelBox b : four[i].boxes) {
+      b.x1 = std::clamp(b.x1 + padw, 0.f, 2.f * s), b.x2 = std::clamp(b.x2 + padw, 0.f, 2.f * s);
+      b.y1 = std::clamp(b.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(b.y2 + padh, 0.f, 2.f * s);
+      if ((b.x2 - b.x1) * (b.y2 - b.y1) > 0) out.boxes.push_back(b);
+    }
+  }
+  return out;
+}
+
+bool box_candidate(const PixelBox& a, const PixelBox& b, double wh_thr, double ar_thr, double area_thr) {
+  const double w1 = a.x2 - a.x1, h1 = a.y2 - a.y1, w2 = b.x2 - b.x1, h2 = b.y2 - b.y1;
+  const double eps = 1e-16;
+  const double ar = std::max(w2 / (h2 + eps), h2 / (w2 + eps));
+  return w2 > wh_thr && h2 > wh_thr && w2 * h2 / (w1 * h1 + eps) > area_thr && ar < ar_thr;
+}
+
+void random_perspective(Labelled& s, const AugmentConfig& cfg, Rng& rng, int border) {
+  const int height = s.image.height + border * 2, width = s.image.width + border * 2;
+  cv::Matx33d C = cv::Matx33d::eye(), P = cv::Matx33d::eye(), R = cv::Matx33d::eye(), S = cv::Matx33d::eye(),
+              T = cv::Matx33d::eye();
+  C(0, 2) = -s.image.width / 2.0, C(1, 2) = -s.image.height / 2.0;
+  P(2, 0) = rng.uniform(-cfg.perspective, cfg.perspective);
+  P(2, 1) = rng.uniform(-cfg.perspective, cfg.perspective);
+  const double a = rng.uniform(-cfg.degrees, cfg.degrees);
+  const double sc = rng.uniform(1 - cfg.scale, 1 + cfg.scale);
+  const cv::Mat rot = cv::getRotationMatrix2D(cv::Point2f(0, 0), a, sc);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) R(r, c) = rot.at<double>(r, c);
+  S(0, 1) = std::tan(rng.uniform(-cfg.shear, cfg.shear) * kPi / 180);
+  S(1, 0) = std::tan(rng.uniform(-cfg.shear, cfg.shear) * kPi / 180);
+  T(0, 2) = rng.uniform(0.5 - cfg.translate, 0.5 + cfg.translate) * width;
+  T(1, 2) = rng.uniform(0.5 - cfg.translate, 0.5 + cfg.translate) * height;
+  const cv::Matx33d M = T * S * R * P * C;
+  const bool perspective = cfg.perspective != 0;
+  if (border != 0 || M != cv::Matx33d::eye()) {
+    cv::Mat dst;
+    if (perspective)
+      cv::warpPerspective(view(s.image), dst, cv::Mat(M), cv::Size(width, height), cv::INTER_LINEAR,
+                          cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
+    else
+      cv::warpAffine(view(s.image), dst, cv::Mat(M).rowRange(0, 2), cv::Size(width, height), cv::INTER_LINEAR,
+                     cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
+    s.image = from_mat(dst);
+  }
+  std::vector<PixelBox> kept;
+  for (const auto& b : s.boxes) {
+    const PixelBox nb = warp_box(b, M, perspective, width, height);
+    PixelBox before = b;  // Ultralytics compares against the boxes scaled by s
+    before.x1 *= static_cast<float>(sc), before.x2 *= static_cast<float>(sc);
+    before.y1 *= static_cast<float>(sc), before.y2 *= static_cast<float>(sc);
+    if (box_candidate(before, nb)) kept.push_back(nb);
+  }
+  s.boxes = std::move(kept);
+}
+
+void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng) {
+  const double rh = rng.uniform(-1, 1) * cfg.hsv_h + 1;
+  const double rs = rng.uniform(-1, 1) * cfg.hsv_s + 1;
+  const double rv = rng.uniform(-1, 1) * cfg.hsv_v + 1;
+  if (cfg.hsv_h == 0 && cfg.hsv_s == 0 && cfg.hsv_v == 0) return;
+  cv::Mat hsv;
+  cv::cvtColor(view(image), hsv, cv::COLOR_BGR2HSV);
+  cv::Mat lut(1, 256, CV_8UC3);
+  for (int x = 0; x < 256; ++x) {
+    auto& v = lut.at<cv::Vec3b>(0, x);
+    v[0] = static_cast<std::uint8_t>(std::fmod(x * rh, 180.0));
+    v[1] = static_cast<std::uint8_t>(std::clamp(x * rs, 0.0, 255.0));
+    v[2] = static_cast<std::uint8_t>(std::clamp(x * rv, 0.0, 255.0));
+  }
+  cv::LUT(hsv, lut, hsv);
+  cv::Mat dst = view(image);
+  cv::cvtColor(hsv, dst, cv::COLOR_HSV2BGR);
+}
+
+void random_flip(Labelled& s, const AugmentConfig& cfg, Rng& rng) {
+  const float w = static_cast<float>(s.image.width), h = static_cast<float>(s.image.height);
+  if (rng.uniform() < cfg.flipud) {
+    cv::Mat flipped;
+    cv::flip(view(s.image), flipped, 0);
+    s.image = from_mat(flipped);
+    for (auto& b : s.boxes) {
+      const float y1 = h - b.y2, y2 = h - b.y1;
+      b.y1 = y1, b.y2 = y2;
+    }
+  }
+  if (rng.uniform() < cfg.fliplr) {
+    cv::Mat flipped;
+    cv::flip(view(s.image), flipped, 1);
+    s.image = from_mat(flipped);
+    for (auto& b : s.boxes) {
+      const float x1 = w - b.x2, x2 = w - b.x1;
+      b.x1 = x1, b.x2 = x2;
+    }
+  }
+}
+
+void mixup(Labelled& a, const Labelled& b, Rng& rng) {
+  const double r = rng.beta(32.0, 32.0);
+  cv::Mat dst = view(a.image);
+  cv::addWeighted(view(a.image), r, view(b.image), 1 - r, 0.0, dst);
+  a.boxes.insert(a.boxes.end(), b.boxes.begin(), b.boxes.end());
+}
+
+}  // namespace yolotrain::data

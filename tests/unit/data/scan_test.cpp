@@ -1,0 +1,173 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "data_test_support.hpp"
+#include "test_support.hpp"
+#include "yolotrain/data/dataset.hpp"
+#include "yolotrain/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace yolotrain::data;
+using yolotrain::test::shared_dataset;
+using yolotrain::test::TempDir;
+using yolotrain::test::write_jpeg;
+using yolotrain::test::write_text;
+
+namespace {
+
+ScanOptions no_cache() {
+  ScanOptions o;
+  o.use_cache = false;
+  return o;
+}
+
+bool has_problem(const ScanReport& r, const std::string& file, const std::string& text) {
+  return std::any_of(r.corrupt.begin(), r.corrupt.end(), [&](const Problem& p) {
+    return p.file.filename() == file && p.reason.find(text) != std::string::npos;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("scan: coco128 counts match PROVENANCE.md", "[data][scan]") {
+  const fs::path root = shared_dataset("coco128");
+  if (root.empty()) {
+    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
+    return;
+  }
+  const DataConfig cfg = load_data_yaml(root / "data.yaml");
+  const Dataset train = load_split(cfg, "train", no_cache());
+  CHECK(train.report.images == 103);
+  CHECK(train.report.backgrounds == 2);
+  CHECK(train.report.boxes == 817);
+  CHECK(train.report.corrupt.empty());
+  CHECK(train.report.boxes_per_class[0] == 234);
+  CHECK(train.report.boxes_per_class[41] == 35);
+  CHECK(train.report.summary() == "103 images, 2 backgrounds, 0 corrupt, 0 duplicates removed");
+  const Dataset val = load_split(cfg, "val", no_cache());
+  CHECK(val.report.images == 25);
+  CHECK(val.report.backgrounds == 0);
+  CHECK(val.report.boxes == 112);
+  CHECK(val.report.boxes_per_class[54] == 13);
+}
+
+TEST_CASE("scan: bccd counts match PROVENANCE.md", "[data][scan]") {
+  const fs::path root = shared_dataset("bccd");
+  if (root.empty()) {
+    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
+    return;
+  }
+  const DataConfig cfg = load_data_yaml(root / "data.yaml");
+  const std::size_t images[] = {205, 87, 72}, boxes[] = {2804, 1137, 945};
+  const std::size_t rbc[] = {2381, 967, 805}, wbc[] = {214, 87, 71}, plt[] = {209, 83, 69};
+  int i = 0;
+  for (const char* split : {"train", "val", "test"}) {
+    const Dataset ds = load_split(cfg, split, no_cache());
+    INFO(split);
+    CHECK(ds.report.images == images[i]);
+    CHECK(ds.report.boxes == boxes[i]);
+    CHECK(ds.report.backgrounds == 0);
+    CHECK(ds.report.warnings.empty());  // 6-decimal rounding at the border is not "clipping"
+    CHECK(ds.report.boxes_per_class == std::vector<std::size_t>{rbc[i], wbc[i], plt[i]});
+    CHECK(ds.records.front().width == 640);
+    CHECK(ds.records.front().height == 480);
+    ++i;
+  }
+}
+
+TEST_CASE("scan: labels round-trip through the cache", "[data][scan]") {
+  const fs::path root = shared_dataset("coco8");
+  if (root.empty()) {
+    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
+    return;
+  }
+  TempDir dir;
+  const DataConfig cfg = load_data_yaml(root / "data.yaml");
+  ScanOptions opt;
+  opt.cache_path = dir / "train.cache";
+  const Dataset first = load_split(cfg, "train", opt);
+  CHECK_FALSE(first.report.from_cache);
+  REQUIRE(fs::exists(dir / "train.cache"));
+  const Dataset second = load_split(cfg, "train", opt);
+  CHECK(second.report.from_cache);
+  REQUIRE(second.records.size() == first.records.size());
+  for (std::size_t i = 0; i < first.records.size(); ++i) {
+    CHECK(second.records[i].image == first.records[i].image);
+    CHECK(second.records[i].boxes == first.records[i].boxes);
+    CHECK(second.records[i].width == first.records[i].width);
+  }
+  CHECK(second.report.summary() == first.report.summary());
+  CHECK(second.report.boxes == 13);
+  // The default cache location (beside the read-only labels folder) costs a warning only.
+  const Dataset ro = load_split(cfg, "train");
+  CHECK(ro.report.images == 4);
+}
+
+TEST_CASE("scan: corrupt images and bad label files are skipped with reasons", "[data][scan]") {
+  TempDir dir;
+  const fs::path im = dir / "images/train", lb = dir / "labels/train";
+  for (const char* n : {"good", "dup", "clip", "bg", "four", "cls", "far", "nan", "degen"}) write_jpeg(im / (std::string(n) + ".jpg"));
+  write_text(lb / "good.txt", "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
+  write_text(lb / "dup.txt", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n2 0.5 0.5 0.2 0.2\n");
+  write_text(lb / "clip.txt", "1 0.5 0.5 1.005 0.2\n");
+  write_text(lb / "bg.txt", "");
+  write_text(lb / "four.txt", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2\n");
+  write_text(lb / "cls.txt", "3 0.5 0.5 0.2 0.2\n");
+  write_text(lb / "far.txt", "0 1.2 0.5 0.2 0.2\n");
+  write_text(lb / "nan.txt", "0 nan 0.5 0.2 0.2\n");
+  write_text(lb / "degen.txt", "0 0.5 0.5 0 0.2\n");
+  // A truncated JPEG and a zero-byte PNG.
+  const auto bytes = yolotrain::data::encode_jpeg(yolotrain::test::pattern_image(64, 96), 90);
+  yolotrain::data::write_bytes(im / "trunc.jpg", std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + bytes.size() / 2));
+  write_text(im / "zero.png", "");
+  write_text(im / "fake.png", "GIF89a not a png at all");
+  write_text(dir / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a, b, c]\n");
+
+  ScanOptions opt;
+  opt.cache_path = dir / "cache";
+  const Dataset ds = load_split(load_data_yaml(dir / "data.yaml"), "train", opt);
+  const ScanReport& r = ds.report;
+  CHECK(r.images == 4);
+  CHECK(r.backgrounds == 1);
+  CHECK(r.duplicates == 1);
+  CHECK(r.boxes == 2 + 2 + 1);
+  CHECK(r.corrupt.size() == 8);
+  CHECK(r.summary() == "4 images, 1 backgrounds, 8 corrupt, 1 duplicates removed");
+  CHECK(has_problem(r, "four.txt", "line 2: 4 columns"));
+  CHECK(has_problem(r, "cls.txt", "line 1: class 3 is not an integer in [0, 3)"));
+  CHECK(has_problem(r, "far.txt", "out of [0, 1]"));
+  CHECK(has_problem(r, "nan.txt", "not a finite number"));
+  CHECK(has_problem(r, "degen.txt", "degenerate"));
+  CHECK(has_problem(r, "trunc.jpg", "corrupt JPEG"));
+  CHECK(has_problem(r, "zero.png", "empty file"));
+  CHECK(has_problem(r, "fake.png", "unsupported image format"));
+  const auto clipped = std::find_if(r.warnings.begin(), r.warnings.end(),
+                                    [](const std::string& w) { return w.find("clip.txt: 1 box(es)") != std::string::npos; });
+  CHECK(clipped != r.warnings.end());
+  const auto& clip = *std::find_if(ds.records.begin(), ds.records.end(),
+                                   [](const ImageRecord& rec) { return rec.image.filename() == "clip.jpg"; });
+  CHECK(clip.boxes[0].w == Approx(1.0f));
+  CHECK(clip.boxes[0].x == Approx(0.5f));
+  // From the cache: the same report.
+  const Dataset again = load_split(load_data_yaml(dir / "data.yaml"), "train", opt);
+  CHECK(again.report.from_cache);
+  CHECK(again.report.summary() == r.summary());
+  CHECK(again.report.corrupt.size() == r.corrupt.size());
+  // A changed label file invalidates the cache.
+  write_text(lb / "bg.txt", "2 0.5 0.5 0.3 0.3\n");
+  const Dataset changed = load_split(load_data_yaml(dir / "data.yaml"), "train", opt);
+  CHECK_FALSE(changed.report.from_cache);
+  CHECK(changed.report.backgrounds == 0);
+}
+
+TEST_CASE("scan: a split without usable images is an error naming the folder", "[data][scan]") {
+  TempDir dir;
+  write_text(dir / "images/train/a.jpg", "");
+  fs::create_directories(dir / "images/empty");
+  write_text(dir / "data.yaml", "train: images/train\nval: images/empty\nnames: [a]\n");
+  const DataConfig cfg = load_data_yaml(dir / "data.yaml");
+  CHECK_THROWS_WITH(load_split(cfg, "train", no_cache()), Catch::Contains("no usable image") && Catch::Contains("images/train"));
+  CHECK_THROWS_WITH(load_split(cfg, "val", no_cache()), Catch::Contains("has no images") && Catch::Contains("images/empty"));
+}
