@@ -13,12 +13,12 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
-#include <sstream>
 #include <thread>
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/optimizer_state_key.hpp"
 #include "yolotrain/lifecycle/run_status.hpp"
 #include "yolotrain/lifecycle/sha256.hpp"
 
@@ -121,18 +121,6 @@ double learning_rate(std::int64_t step, std::int64_t steps) {
   return 0.005 + 0.045 * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
-// torch::optim keys its per-parameter state by TensorImpl: a string in libtorch 1.x, a pointer in 2.x.
-template <typename Key>
-Key state_key(const torch::Tensor& p) {
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream ss;
-    ss << p.unsafeGetTensorImpl();
-    return ss.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
-
 class Run {
  public:
   Run(const Options& o, lc::ControlToken& token, std::ostream& log)
@@ -189,9 +177,8 @@ std::vector<torch::Tensor*> Run::momentum_buffers() {
   // One slot per parameter, in parameter order; nullptr where SGD has no buffer yet.
   std::vector<torch::Tensor*> out;
   auto& state = optimizer_->state();
-  using Key = typename std::decay_t<decltype(state)>::key_type;
   for (auto& p : model_->parameters()) {
-    auto it = state.find(state_key<Key>(p));
+    auto it = state.find(lc::optimizer_state_key(state, p));
     out.push_back(it == state.end() ? nullptr
                                     : &static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer());
   }
@@ -254,14 +241,13 @@ void Run::resume() {
   for (auto& item : model_->named_parameters()) item.value().copy_(c.tensor("model." + item.key()));
   for (auto& item : model_->named_buffers()) item.value().copy_(c.tensor("model." + item.key()));
   auto& state = optimizer_->state();
-  using Key = typename std::decay_t<decltype(state)>::key_type;
   const auto params = model_->named_parameters();
   for (const auto& item : params) {
     for (const auto& [name, t] : c.tensors) {
       if (name != "optim.momentum." + item.key()) continue;
       auto st = std::make_unique<torch::optim::SGDParamState>();
       st->momentum_buffer(t.to(device_));
-      state[state_key<Key>(item.value())] = std::move(st);
+      state[lc::optimizer_state_key(state, item.value())] = std::move(st);
     }
   }
   step_ = c.meta.step;

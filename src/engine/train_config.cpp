@@ -8,7 +8,9 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <limits>
 #include <regex>
 #include <set>
@@ -124,7 +126,7 @@ std::string lower(std::string s) {
 bool is_none(const std::string& v) { return v.empty() || v == "None" || v == "none" || v == "null" || v == "~"; }
 
 [[noreturn]] void bad_value(const Spec& spec, const std::string& value, const std::string& allowed) {
-  throw Error("argument '" + std::string(spec.name) + "': '" + value + "' is not valid; " + allowed);
+  throw ConfigError("argument '" + std::string(spec.name) + "': '" + value + "' is not valid; " + allowed);
 }
 
 std::string number_text(double v) {
@@ -206,7 +208,7 @@ int signal_number(const std::string& key, const std::string& name) {
     if (s > 0 && s < 65) return s;
   } catch (...) {
   }
-  throw Error("argument '" + key + "': '" + name + "' is not a signal name (e.g. SIGUSR1)");
+  throw ConfigError("argument '" + key + "': '" + name + "' is not a signal name (e.g. SIGUSR1)");
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -231,7 +233,7 @@ std::string scalar_text(const YAML::Node& node) {
     for (const auto& item : node) out += (out.empty() ? "" : ",") + scalar_text(item);
     return out;
   }
-  throw Error("a mapping is not a valid argument value");
+  throw ConfigError("a mapping is not a valid argument value");
 }
 
 }  // namespace
@@ -255,7 +257,7 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
   if (spec == nullptr) {
     std::string hint;
     for (const auto& k : closest_keys(key)) hint += (hint.empty() ? "" : ", ") + k + "=" + TrainConfig().get(k);
-    throw Error("'" + key + "' is not a valid argument" +
+    throw ConfigError("'" + key + "' is not a valid argument" +
                 (hint.empty() ? std::string("; see --help for the list") : "; similar arguments: " + hint));
   }
   std::visit(
@@ -271,7 +273,7 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
 
 std::string TrainConfig::get(const std::string& key) const {
   const Spec* spec = find_spec(key);
-  if (spec == nullptr) throw Error("'" + key + "' is not a valid argument");
+  if (spec == nullptr) throw ConfigError("'" + key + "' is not a valid argument");
   return std::visit(
       [&](auto member) -> std::string {
         using T = std::decay_t<decltype(this->*member)>;
@@ -284,22 +286,28 @@ std::string TrainConfig::get(const std::string& key) const {
 }
 
 void TrainConfig::load_yaml(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot read config " + path + ": no such file or not readable");
+  std::ostringstream text;
+  text << in.rdbuf();
+  load_yaml_text(text.str(), "config " + path);
+}
+
+void TrainConfig::load_yaml_text(const std::string& yaml, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot read config " + path + ": no such file or not readable");
+    root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    throw Error("config " + path + " is not valid YAML: " + e.what());
+    throw ConfigError(source + " is not valid YAML: " + e.what());
   }
   if (root.IsNull()) return;
-  if (!root.IsMap()) throw Error("config " + path + " must be a mapping of key: value");
+  if (!root.IsMap()) throw ConfigError(source + " must be a mapping of key: value");
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
     try {
       set(key, scalar_text(item.second));
     } catch (const Error& e) {
-      throw Error("config " + path + " (line " + std::to_string(item.first.Mark().line + 1) + "): " + e.what());
+      throw ConfigError(source + " (line " + std::to_string(item.first.Mark().line + 1) + "): " + e.what());
     }
   }
 }
@@ -325,7 +333,7 @@ std::string TrainConfig::to_yaml() const {
 }
 
 void TrainConfig::validate() const {
-  if (save_period == 0) throw Error("argument 'save_period': 0 is not valid; -1 (off) or a number of epochs >= 1");
+  if (save_period == 0) throw ConfigError("argument 'save_period': 0 is not valid; -1 (off) or a number of epochs >= 1");
   signal_mapping();
   deadline_at(std::chrono::system_clock::now());
 }
@@ -338,7 +346,7 @@ TrainConfig TrainConfig::from_args(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     const auto eq = a.find('=');
     if (eq == std::string::npos || eq == 0) {
-      throw Error("'" + a + "' is not key=value; arguments look like epochs=10 imgsz=320 (see --help)");
+      throw ConfigError("'" + a + "' is not key=value; arguments look like epochs=10 imgsz=320 (see --help)");
     }
     const std::string key = a.substr(0, eq);
     if (key == "cfg") continue;
@@ -365,9 +373,9 @@ lifecycle::SignalMapping TrainConfig::signal_mapping() const {
   for (const auto& [key, action] : groups) {
     for (const auto& name : split_list(get(key))) {
       const int signo = signal_number(key, name);
-      if (signo == SIGKILL || signo == SIGSTOP) throw Error("argument '" + key + "': " + name + " cannot be caught");
+      if (signo == SIGKILL || signo == SIGSTOP) throw ConfigError("argument '" + key + "': " + name + " cannot be caught");
       if (!mapping.emplace(signo, action).second) {
-        throw Error("argument '" + key + "': " + name + " is already given another meaning by another signal_ argument");
+        throw ConfigError("argument '" + key + "': " + name + " is already given another meaning by another signal_ argument");
       }
     }
   }
@@ -378,7 +386,7 @@ std::optional<std::chrono::system_clock::time_point> TrainConfig::deadline_at(
     std::chrono::system_clock::time_point now) const {
   if (deadline.empty()) return std::nullopt;
   const auto fail = [&] {
-    return Error("argument 'deadline': '" + deadline +
+    return ConfigError("argument 'deadline': '" + deadline +
                  "' is not valid; expected a duration (90m, 2h30m, 3600s), a clock time HH:MM, or "
                  "YYYY-MM-DDTHH:MM[:SS] (local time; a trailing Z means UTC)");
   };

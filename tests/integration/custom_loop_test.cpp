@@ -312,7 +312,7 @@ TEST_CASE("stopped in-process runs leave no threads behind", "[integration]") {
 }
 
 TEST_CASE("SIGKILL at random moments (also inside checkpoint writes) never costs the result",
-          "[integration][chaos]") {
+          "[chaos]") {
   const std::vector<std::string> big = {"--fc-width", "4096", "--save-every-steps", "3"};
   const std::string expected = baseline(big);
   yt::TempDir tmp;

@@ -8,7 +8,16 @@
 
 #include "yolotrain/lifecycle/signal_binding.hpp"
 
+#include "yolotrain/error.hpp"
+
 namespace yolotrain::engine {
+
+/// A bad argument or a run that cannot be done as asked: the command line must change
+/// (yolo_train exits 2).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
 
 /// Every training argument, with Ultralytics' names and defaults (so `yolo train` users know them),
 /// plus yolotrain's lifecycle arguments. Load it with from_args() (`cfg=file.yaml` and `key=value`
@@ -77,6 +86,8 @@ struct TrainConfig {
   std::string get(const std::string& key) const;
   /// Sets every `key: value` of a YAML file (Ultralytics' args.yaml or a cfg file).
   void load_yaml(const std::string& path);
+  /// load_yaml() of YAML text; `source` names it in messages.
+  void load_yaml_text(const std::string& yaml, const std::string& source);
   /// All arguments as YAML, in the documented order (what args.yaml holds).
   std::string to_yaml() const;
   /// Checks what involves several arguments; throws yolotrain::Error.

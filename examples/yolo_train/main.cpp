@@ -1,0 +1,90 @@
+// yolo_train: trains YOLOv8 detectors with Ultralytics' argument names, inside yolotrain's
+// lifecycle core. Exit codes: 0 completed, 130/143 stopped by SIGINT/SIGTERM (checkpoint
+// written), 75 stopped to be resumed (deadline, pause_release=exit), 1 runtime error, 2 usage.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "yolotrain/engine/train_config.hpp"
+#include "yolotrain/engine/trainer.hpp"
+#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/version.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using yolotrain::engine::TrainConfig;
+
+void print_help() {
+  std::cout << "yolo_train " << yolotrain::version() << "\n\n"
+            << "usage: yolo_train [train] key=value ...      train (resume=true continues a run)\n"
+            << "       yolo_train export model=CKPT [format=safetensors]\n"
+            << "                                          write a checkpoint's EMA weights with Ultralytics' names\n\n"
+            << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
+            << "resume, SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes). Exit 75: stopped to be\n"
+            << "resumed (deadline, pause_release=exit); 1: runtime error; 2: bad arguments.\n\n"
+            << "Arguments (key=value; cfg=file.yaml loads a file first):\n";
+  for (const auto& a : TrainConfig::describe()) {
+    std::printf("  %-18s %-16s %s\n", a.name.c_str(), ("[" + a.default_value + "]").c_str(), a.help.c_str());
+  }
+}
+
+int run_export(const std::vector<std::string>& args) {
+  std::string model, format = "safetensors";
+  for (const auto& a : args) {
+    if (a.rfind("model=", 0) == 0) model = a.substr(6);
+    else if (a.rfind("format=", 0) == 0) format = a.substr(7);
+    else throw yolotrain::engine::ConfigError("export takes model= and format=, not '" + a + "'");
+  }
+  if (model.empty()) throw yolotrain::engine::ConfigError("export needs model=path/to/checkpoint.ytckpt");
+  if (format != "safetensors") throw yolotrain::engine::ConfigError("export format '" + format + "': only safetensors");
+  const fs::path out = fs::path(model).replace_extension(".safetensors");
+  yolotrain::engine::export_safetensors(model, out);
+  std::cout << "exported " << out.string() << std::endl;
+  return 0;
+}
+
+int run_train(const std::vector<std::string>& args) {
+  const TrainConfig config = TrainConfig::from_args(args);
+  yolotrain::lifecycle::ControlToken token;
+  yolotrain::lifecycle::SignalBindingOptions signal_options;
+  signal_options.mapping = config.signal_mapping();
+  yolotrain::lifecycle::SignalBinding signals(token, signal_options);
+  yolotrain::engine::Trainer trainer(config);
+  const yolotrain::engine::RunResult r = trainer.run(token);
+  if (r.outcome == yolotrain::engine::RunOutcome::Failed) std::cerr << "yolo_train: error: " << r.reason << std::endl;
+  return r.exit_code();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h" || a == "help") {
+      print_help();
+      return 0;
+    }
+  }
+  std::string mode = "train";
+  if (!args.empty() && args[0].find('=') == std::string::npos) {
+    mode = args[0];
+    args.erase(args.begin());
+  }
+  try {
+    if (mode == "train") return run_train(args);
+    if (mode == "export") return run_export(args);
+    throw yolotrain::engine::ConfigError("unknown mode '" + mode + "'; use train or export (see --help)");
+  } catch (const yolotrain::engine::ConfigError& e) {
+    std::cerr << "yolo_train: " << e.what() << std::endl;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "yolo_train: error: " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolotrain/engine/train_config.hpp"
+#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/run_status.hpp"
+
+namespace yolotrain::engine {
+
+/// How a run ended.
+enum class RunOutcome { Completed, Stopped, Paused, Failed };
+
+/// "completed", "stopped", "paused" or "failed".
+const char* to_string(RunOutcome outcome) noexcept;
+
+/// Validation figures of one epoch (Ultralytics' box metrics).
+struct EpochMetrics {
+  std::int64_t epoch = 0;  ///< 1-based, as results.csv
+  double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< training losses, running mean of the epoch
+  double precision = 0, recall = 0, map50 = 0, map = 0, fitness = 0;
+  double val_box_loss = 0, val_cls_loss = 0, val_dfl_loss = 0;
+  double lr_pg0 = 0, lr_pg1 = 0, lr_pg2 = 0;
+};
+
+/// What Trainer::run() returns. A stop or a pause is an outcome, not an error.
+struct RunResult {
+  RunOutcome outcome = RunOutcome::Completed;
+  std::string reason;            ///< "epochs done", "SIGTERM", "deadline", "pause_release=exit", the error...
+  int signal = 0;                ///< the signal that stopped the run, if any
+  std::int64_t epoch = 0;        ///< the epoch being trained (0-based) when the run ended
+  std::int64_t step = 0;         ///< batches trained in all
+  std::filesystem::path run_dir;
+  std::filesystem::path last_checkpoint;
+  std::optional<EpochMetrics> metrics;  ///< the last validation
+  /// The exit code yolo_train uses: 0 completed, 128+signal, 75 to be resumed, 1 failed.
+  int exit_code() const;
+};
+
+/// Where a run is, for callbacks.
+struct TrainerProgress {
+  std::int64_t epoch = 0;   ///< 0-based
+  std::int64_t epochs = 0;
+  std::int64_t batch = 0;   ///< batches done in this epoch
+  std::int64_t batches = 0; ///< batches per epoch
+  std::int64_t step = 0;    ///< batches trained in all
+  double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< running means of the epoch
+};
+
+/// Callbacks for programs that embed the trainer; each may be empty. They run on the training
+/// thread at safe points; an exception thrown by one fails the run (with a checkpoint first).
+struct TrainerCallbacks {
+  std::function<void(const TrainerProgress&)> on_train_start;
+  std::function<void(const TrainerProgress&)> on_batch_end;
+  std::function<void(const EpochMetrics&)> on_epoch_end;
+  std::function<void(const std::filesystem::path&)> on_checkpoint;
+  std::function<void(lifecycle::RunState)> on_state_change;
+  std::function<void(const RunResult&)> on_train_end;
+};
+
+/// Trains a YOLOv8 detector as Ultralytics' DetectionTrainer does (optimizer groups, warm-up, LR
+/// schedule, EMA, accumulation, validation, results.csv, best/last), inside yolotrain's lifecycle:
+/// the token is polled every batch and inside validation; stop, pause, checkpoint-now, deadline
+/// and time limits all end in a verified checkpoint from which a resumed run continues exactly.
+class Trainer {
+ public:
+  explicit Trainer(TrainConfig config, TrainerCallbacks callbacks = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Runs (or resumes, per `resume`) until done, stopped, paused with release=exit, or failed.
+  /// Throws yolotrain::Error for bad configuration or data found before training starts.
+  RunResult run(lifecycle::ControlToken& token);
+
+  const TrainConfig& config() const { return config_; }
+
+ private:
+  struct Run;
+  TrainConfig config_;
+  TrainerCallbacks callbacks_;
+};
+
+/// Writes the EMA weights of a checkpoint (`*.ytckpt`) with Ultralytics' names to `out`
+/// (safetensors); the bytes depend only on the weights. Returns `out`.
+std::filesystem::path export_safetensors(const std::filesystem::path& checkpoint, const std::filesystem::path& out);
+
+}  // namespace yolotrain::engine

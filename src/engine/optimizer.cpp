@@ -1,0 +1,195 @@
+#include "optimizer.hpp"
+
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <cmath>
+
+#include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/optimizer_state_key.hpp"
+
+namespace yolotrain::engine {
+namespace {
+
+using torch::optim::OptimizerParamGroup;
+
+std::array<std::vector<at::Tensor>, 3> parameter_groups(nn::DetectionModel& model) {
+  std::array<std::vector<at::Tensor>, 3> g;  // pg0 biases, pg1 weights with decay, pg2 norm weights
+  for (const auto& item : model->named_modules("", /*include_self=*/false)) {
+    const bool norm = item.value()->as<torch::nn::BatchNorm2dImpl>() != nullptr;
+    for (const auto& p : item.value()->named_parameters(/*recurse=*/false)) {
+      if (p.key().find("bias") != std::string::npos) {
+        g[0].push_back(p.value());
+      } else if (norm) {
+        g[2].push_back(p.value());
+      } else {
+        g[1].push_back(p.value());
+      }
+    }
+  }
+  return g;
+}
+
+// Visits each parameter's state, in group order, with its running index.
+template <typename State, typename F>
+void for_each_state(torch::optim::Optimizer& opt, F&& f) {
+  auto& states = opt.state();
+  std::size_t index = 0;
+  for (auto& group : opt.param_groups()) {
+    for (auto& p : group.params()) {
+      auto it = states.find(lifecycle::optimizer_state_key(states, p));
+      f(index++, p, it == states.end() ? nullptr : static_cast<State*>(it->second.get()));
+    }
+  }
+}
+
+const at::Tensor* find(const lifecycle::NamedTensors& all, const std::string& name) {
+  for (const auto& [n, t] : all) {
+    if (n == name) return &t;
+  }
+  return nullptr;
+}
+
+template <typename State>
+void load_adam_like(torch::optim::Optimizer& opt, const lifecycle::NamedTensors& all, const std::string& prefix) {
+  auto& states = opt.state();
+  std::size_t index = 0;
+  for (auto& group : opt.param_groups()) {
+    for (auto& p : group.params()) {
+      const std::string key = prefix + std::to_string(index++) + ".";
+      const at::Tensor* step = find(all, key + "step");
+      if (step == nullptr) continue;
+      auto st = std::make_unique<State>();
+      st->step(step->item<std::int64_t>());
+      st->exp_avg(find(all, key + "exp_avg")->to(p.device()));
+      st->exp_avg_sq(find(all, key + "exp_avg_sq")->to(p.device()));
+      states[lifecycle::optimizer_state_key(states, p)] = std::move(st);
+    }
+  }
+}
+
+template <typename State>
+void save_adam_like(torch::optim::Optimizer& opt, lifecycle::NamedTensors& out, const std::string& prefix) {
+  for_each_state<State>(opt, [&](std::size_t i, const at::Tensor&, State* st) {
+    if (st == nullptr) return;
+    const std::string key = prefix + std::to_string(i) + ".";
+    out.emplace_back(key + "step", at::tensor(st->step(), at::kLong));
+    out.emplace_back(key + "exp_avg", st->exp_avg());
+    out.emplace_back(key + "exp_avg_sq", st->exp_avg_sq());
+  });
+}
+
+}  // namespace
+
+OptimizerChoice choose_optimizer(const TrainConfig& cfg, std::int64_t train_images, std::int64_t nc) {
+  OptimizerChoice c{cfg.optimizer, cfg.lr0, cfg.momentum, cfg.warmup_bias_lr, cfg.weight_decay};
+  const std::int64_t accumulate = std::max<std::int64_t>(std::llround(double(cfg.nbs) / double(cfg.batch)), 1);
+  c.weight_decay = cfg.weight_decay * double(cfg.batch) * double(accumulate) / double(cfg.nbs);
+  if (cfg.optimizer == "auto") {
+    const auto per_epoch = static_cast<std::int64_t>(
+        std::ceil(double(train_images) / double(std::max(cfg.batch, cfg.nbs))));
+    const std::int64_t iterations = per_epoch * cfg.epochs;
+    c.name = iterations > 10000 ? "SGD" : "AdamW";
+    c.lr = iterations > 10000 ? 0.01 : std::round(0.002 * 5.0 / (4.0 + double(nc)) * 1e6) / 1e6;
+    c.momentum = 0.9;
+    c.warmup_bias_lr = 0.0;
+  }
+  return c;
+}
+
+std::unique_ptr<torch::optim::Optimizer> build_optimizer(nn::DetectionModel& model, const OptimizerChoice& c) {
+  auto g = parameter_groups(model);
+  const std::array<double, 3> decay = {0.0, c.weight_decay, 0.0};
+  std::vector<OptimizerParamGroup> groups;
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::unique_ptr<torch::optim::OptimizerOptions> options;
+    if (c.name == "SGD") {
+      options = std::make_unique<torch::optim::SGDOptions>(
+          torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(true).weight_decay(decay[i]));
+    } else if (c.name == "Adam") {
+      options = std::make_unique<torch::optim::AdamOptions>(
+          torch::optim::AdamOptions(c.lr).betas({c.momentum, 0.999}).weight_decay(decay[i]));
+    } else if (c.name == "AdamW") {
+      options = std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(c.lr).betas({c.momentum, 0.999}).weight_decay(decay[i]));
+    } else {
+      throw Error("optimizer '" + c.name + "' is not supported; use auto, SGD, Adam or AdamW");
+    }
+    groups.emplace_back(g[i], std::move(options));
+  }
+  if (c.name == "SGD") {
+    return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(c.lr));
+  }
+  if (c.name == "Adam") {
+    return std::make_unique<torch::optim::Adam>(std::move(groups), torch::optim::AdamOptions(c.lr));
+  }
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(c.lr));
+}
+
+void set_group(torch::optim::Optimizer& opt, std::size_t g, double lr, std::optional<double> momentum) {
+  auto& options = opt.param_groups()[g].options();
+  options.set_lr(lr);
+  if (momentum) {
+    if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&options)) sgd->momentum(*momentum);
+  }
+}
+
+double group_lr(torch::optim::Optimizer& opt, std::size_t g) { return opt.param_groups()[g].options().get_lr(); }
+
+lifecycle::NamedTensors optimizer_state(torch::optim::Optimizer& opt, const std::string& name,
+                                        const std::string& prefix) {
+  lifecycle::NamedTensors out;
+  if (name == "SGD") {
+    for_each_state<torch::optim::SGDParamState>(opt, [&](std::size_t i, const at::Tensor&, auto* st) {
+      if (st != nullptr) out.emplace_back(prefix + std::to_string(i) + ".momentum_buffer", st->momentum_buffer());
+    });
+  } else if (name == "Adam") {
+    save_adam_like<torch::optim::AdamParamState>(opt, out, prefix);
+  } else {
+    save_adam_like<torch::optim::AdamWParamState>(opt, out, prefix);
+  }
+  return out;
+}
+
+void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& name, const lifecycle::NamedTensors& all,
+                          const std::string& prefix) {
+  if (name == "SGD") {
+    auto& states = opt.state();
+    std::size_t index = 0;
+    for (auto& group : opt.param_groups()) {
+      for (auto& p : group.params()) {
+        const at::Tensor* buf = find(all, prefix + std::to_string(index++) + ".momentum_buffer");
+        if (buf == nullptr) continue;
+        auto st = std::make_unique<torch::optim::SGDParamState>();
+        st->momentum_buffer(buf->to(p.device()));
+        states[lifecycle::optimizer_state_key(states, p)] = std::move(st);
+      }
+    }
+  } else if (name == "Adam") {
+    load_adam_like<torch::optim::AdamParamState>(opt, all, prefix);
+  } else {
+    load_adam_like<torch::optim::AdamWParamState>(opt, all, prefix);
+  }
+}
+
+void rehome_optimizer_state(torch::optim::Optimizer& opt, const std::string& name) {
+  const lifecycle::NamedTensors state = optimizer_state(opt, name, "");
+  opt.state().clear();
+  load_optimizer_state(opt, name, state, "");
+}
+
+double lr_factor(const TrainConfig& cfg, std::int64_t epoch, std::int64_t epochs) {
+  const double e = double(epoch), n = double(epochs);
+  if (cfg.cos_lr) return ((1.0 - std::cos(e * M_PI / n)) / 2.0) * (cfg.lrf - 1.0) + 1.0;
+  return std::max(1.0 - e / n, 0.0) * (1.0 - cfg.lrf) + cfg.lrf;
+}
+
+double interp(double x, double x1, double y0, double y1) {
+  if (x <= 0) return y0;
+  if (x >= x1) return y1;
+  return y0 + (y1 - y0) * x / x1;
+}
+
+}  // namespace yolotrain::engine

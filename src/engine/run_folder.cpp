@@ -1,0 +1,52 @@
+#include "run_folder.hpp"
+
+#include <cstdio>
+
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::engine {
+namespace fs = std::filesystem;
+
+fs::path make_run_dir(const fs::path& project, const std::string& name, bool exist_ok) {
+  fs::path dir = project / name;
+  if (!exist_ok) {
+    for (int n = 2; fs::exists(dir); ++n) dir = project / (name + std::to_string(n));
+  }
+  std::error_code ec;
+  fs::create_directories(dir / "weights", ec);
+  if (ec) {
+    throw Error("cannot create the run folder " + dir.string() + ": " + ec.message() +
+                "; choose another project= or check its permissions");
+  }
+  return dir;
+}
+
+std::string results_csv_header() {
+  const char* columns[] = {"epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
+                           "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss",
+                           "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"};
+  std::string line;
+  char buf[64];
+  for (const char* c : columns) {
+    std::snprintf(buf, sizeof(buf), "%23s,", c);
+    line += buf;
+  }
+  line.pop_back();
+  return line + "\n";
+}
+
+std::string results_csv_row(const EpochMetrics& m) {
+  const double values[] = {double(m.epoch), m.box_loss,     m.cls_loss,     m.dfl_loss, m.precision,
+                           m.recall,        m.map50,        m.map,          m.val_box_loss, m.val_cls_loss,
+                           m.val_dfl_loss,  m.lr_pg0,       m.lr_pg1,       m.lr_pg2};
+  std::string line;
+  char buf[64];
+  for (double v : values) {
+    std::snprintf(buf, sizeof(buf), "%23.5g,", v);
+    line += buf;
+  }
+  line.pop_back();
+  return line + "\n";
+}
+
+}  // namespace yolotrain::engine

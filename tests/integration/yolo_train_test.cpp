@@ -1,0 +1,195 @@
+// Integration tests of yolo_train: real processes, real signals, a tiny synthetic dataset.
+#include <ATen/ATen.h>
+
+#include "yolotrain/data/synthetic.hpp"
+#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/nn/weights.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+namespace yt = yolotrain::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// One tiny dataset per test process: 16 training and 8 validation images of 64 px.
+const fs::path& dataset() {
+  static yt::TempDir dir;
+  static const fs::path yaml =
+      yolotrain::data::write_shapes_dataset(dir / "shapes", yolotrain::data::ShapesOptions{0, 16, 8, 64, 90});
+  return yaml;
+}
+
+std::vector<std::string> train_args(const fs::path& project, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
+                                "workers=2", "threads=1", "project=" + project.string(), "name=run",
+                                "save_interval=0"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+struct Finished {
+  std::optional<int> code;
+  std::string output;
+};
+
+Finished run(const std::vector<std::string>& args, const fs::path& out) {
+  yt::Child child = yt::spawn(args, out);
+  const auto code = yt::wait_exit(child, 300s);
+  return {code, yt::slurp(out)};
+}
+
+nlohmann::json status_of(const fs::path& run_dir) {
+  try {
+    return nlohmann::json::parse(yt::slurp(run_dir / "status.json"));
+  } catch (...) {
+    return nlohmann::json::object();
+  }
+}
+
+bool reached_step(const fs::path& run_dir, std::int64_t step) {
+  const auto s = status_of(run_dir);
+  return s.contains("step") && s["step"].get<std::int64_t>() >= step;
+}
+
+// The exported EMA weights of the run's newest checkpoint, as bytes.
+std::string exported_weights(const fs::path& run_dir, const fs::path& out) {
+  yolotrain::lifecycle::CheckpointStore store({run_dir / "weights", 2, "", "last", {}});
+  const auto newest = store.checkpoints();
+  REQUIRE_FALSE(newest.empty());
+  const Finished f = run({YOLO_TRAIN_PATH, "export", "model=" + newest.front().string()}, out);
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  return yt::slurp(fs::path(newest.front()).replace_extension(".safetensors"));
+}
+
+// The exported weights of an uninterrupted run (computed once).
+const std::string& baseline() {
+  static yt::TempDir dir;
+  static const std::string weights = [] {
+    const Finished f = run(train_args(dir.path()), dir / "out.txt");
+    INFO(f.output);
+    REQUIRE(f.code == 0);
+    return exported_weights(dir / "run", dir / "export.txt");
+  }();
+  return weights;
+}
+
+}  // namespace
+
+TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integration]") {
+  yt::TempDir tmp;
+  const Finished f = run(train_args(tmp.path(), {"imgsz=60"}), tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("imgsz=60 must be a multiple of 32, updating to 64"));
+  const fs::path dir = tmp / "run";
+  for (const char* file : {"args.yaml", "results.csv", "status.json", "train.log", "weights/best.ytckpt"}) {
+    CAPTURE(file);
+    CHECK(fs::exists(dir / file));
+  }
+  const std::string csv = yt::slurp(dir / "results.csv");
+  CHECK_THAT(csv, Catch::StartsWith("                  epoch,         train/box_loss,"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);  // header + 2 epochs
+  CHECK(std::count(csv.begin(), csv.end(), ',') == 3 * 13);
+  CHECK(status_of(dir)["state"] == "completed");
+  const std::string weights = exported_weights(dir, tmp / "export.txt");
+  CHECK(weights.size() > 1000000);
+  yolotrain::lifecycle::CheckpointStore store({dir / "weights", 2, "", "last", {}});
+  const auto tensors =
+      yolotrain::nn::read_safetensors(fs::path(store.checkpoints().front()).replace_extension(".safetensors"));
+  CHECK(tensors.front().first == "model.0.conv.weight");
+}
+
+TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out1.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 3); }, 120s));
+  kill(child.pid, SIGTERM);
+  const auto code = yt::wait_exit(child, 120s);
+  const std::string out = yt::slurp(tmp / "out1.txt");
+  INFO(out);
+  CHECK(code == 143);
+  CHECK(status_of(dir)["state"] == "stopped");
+  const Finished resumed = run(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("a pause and resume leave the result unchanged", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 2); }, 120s));
+  kill(child.pid, SIGUSR1);
+  REQUIRE(yt::wait_until([&] { return status_of(dir)["state"] == "paused"; }, 120s));
+  const double cpu = yt::cpu_seconds(child.pid);
+  std::this_thread::sleep_for(500ms);
+  CHECK(yt::cpu_seconds(child.pid) - cpu < 0.05);
+  kill(child.pid, SIGUSR2);
+  const auto code = yt::wait_exit(child, 300s);
+  INFO(yt::slurp(tmp / "out.txt"));
+  CHECK(code == 0);
+  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]") {
+  yt::TempDir tmp;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{YOLO_TRAIN_PATH, "lr=0.1"}, "similar arguments: lr0=0.01"},
+      {{YOLO_TRAIN_PATH, "batch=0"}, "'batch'"},
+      {{YOLO_TRAIN_PATH, "data=/nonexistent/data.yaml", "project=" + (tmp / "p").string()}, "/nonexistent/data.yaml"},
+      {{YOLO_TRAIN_PATH, "fly"}, "unknown mode 'fly'"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Finished f = run(args, tmp / "out.txt");
+    INFO(f.output);
+    CHECK(f.code == 2);
+    CHECK_THAT(f.output, Catch::Contains(message));
+  }
+}
+
+TEST_CASE("resuming a finished run says so and changes nothing", "[integration]") {
+  yt::TempDir tmp;
+  REQUIRE(run(train_args(tmp.path(), {"epochs=1"}), tmp / "out0.txt").code == 0);
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  const Finished f = run(train_args(tmp.path(), {"epochs=1", "resume=true"}), tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 2);
+  CHECK_THAT(f.output, Catch::Contains("already finished"));
+  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
+}
+
+TEST_CASE("yolo_train survives SIGKILL at random moments and resumes exactly", "[chaos]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 10; ++trial) {
+    std::vector<std::string> extra = {"save_interval=0.05"};
+    if (fs::exists(dir / "weights")) extra.push_back("resume=true");
+    yt::Child child = yt::spawn(train_args(tmp.path(), extra), tmp / "out.txt");
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(1500, 4000)(rng)));
+    kill(child.pid, SIGKILL);
+    yt::wait_exit(child, 60s);
+    if (!fs::exists(dir / "weights")) continue;
+    yolotrain::lifecycle::CheckpointStore store({dir / "weights", 2, "", "last", {}});
+    CHECK(store.load_latest().skipped.empty());
+  }
+  const Finished f = run(train_args(tmp.path(), {"resume=true"}), tmp / "final.txt");
+  INFO(f.output);
+  const bool finished_already = f.output.find("already finished") != std::string::npos;
+  CHECK((f.code == 0 || finished_already));
+  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
