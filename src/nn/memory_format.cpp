@@ -14,6 +14,6 @@ void set_memory_format(torch::nn::Module& module, c10::MemoryFormat format) {
   }
 }
 
-c10::MemoryFormat preferred_cpu_memory_format() { return c10::MemoryFormat::Contiguous; }
+c10::MemoryFormat preferred_cpu_memory_format() { return c10::MemoryFormat::ChannelsLast; }
 
 }  // namespace yolotrain::nn

@@ -28,7 +28,7 @@ void add_if_dir(std::vector<fs::path>& out, const fs::path& dir) {
 fs::path library_relative_models_dir() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&model_search_paths), &info) == 0 || info.dli_fname == nullptr) return {};
-  return fs::path(info.dli_fname).parent_path() / YOLOTRAIN_MODELS_LIB_RELATIVE;
+  return (fs::path(info.dli_fname).parent_path() / YOLOTRAIN_MODELS_LIB_RELATIVE).lexically_normal();
 }
 
 }  // namespace

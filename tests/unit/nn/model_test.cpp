@@ -266,6 +266,23 @@ TEST_CASE("a train-mode forward updates BN running stats with momentum 0.03 and 
   CHECK(conv0->bn->num_batches_tracked.item<int64_t>() == 2);
 }
 
+TEST_CASE("backbone C2f blocks have residuals and head C2f blocks do not", "[nn]") {
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8s.yaml"));
+  for (int i : {2, 4, 6, 8}) {
+    auto* c2f = model->model[i]->as<nn::C2fImpl>();
+    REQUIRE(c2f != nullptr);
+    CHECK(c2f->m[0]->as<nn::BottleneckImpl>()->add);
+  }
+  for (int i : {12, 15, 18, 21}) {
+    auto* c2f = model->model[i]->as<nn::C2fImpl>();
+    REQUIRE(c2f != nullptr);
+    CHECK_FALSE(c2f->m[0]->as<nn::BottleneckImpl>()->add);
+  }
+  CHECK(model->model[4]->as<nn::C2fImpl>()->m->size() == 2);  // 6 repeats * 0.33 -> 2
+  CHECK(model->model[9]->as<nn::SPPFImpl>() != nullptr);
+  CHECK(model->model[22]->as<nn::DetectImpl>() != nullptr);
+}
+
 TEST_CASE("nc equal to a YAML channel value is not scaled as in Ultralytics", "[nn]") {
   nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(64));
   CHECK(count_parameters(*model) == 3038544);
