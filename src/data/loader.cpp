@@ -54,6 +54,7 @@ struct Loader::Impl {
   std::size_t next_task = 0, consumed = 0;
   std::map<std::size_t, Slot> ready;
   std::vector<std::thread> threads;
+  std::mutex join_mutex;  // stop() may be called from another thread and again by the destructor
 
   std::pair<int, int> shape_of(std::size_t position) const {
     return opt.rect ? shapes[position / opt.batch] : std::make_pair(opt.imgsz, opt.imgsz);
@@ -135,6 +136,7 @@ void Loader::stop() {
   }
   impl_->work_cv.notify_all();
   impl_->done_cv.notify_all();
+  std::lock_guard<std::mutex> lock(impl_->join_mutex);
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
 }
