@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -53,6 +54,7 @@ struct Loader::Impl {
   std::size_t next_task = 0, consumed = 0;
   std::map<std::size_t, Slot> ready;
   std::vector<std::thread> threads;
+  std::mutex join_mutex;  // stop() may be called from another thread and again by the destructor
 
   std::pair<int, int> shape_of(std::size_t position) const {
     return opt.rect ? shapes[position / opt.batch] : std::make_pair(opt.imgsz, opt.imgsz);
@@ -94,14 +96,19 @@ struct Loader::Impl {
     }
   }
 
-  Slot take(std::size_t pos) {
+  bool stop_asked() const { return opt.token && opt.token->stop_requested(); }
+
+  /// Waits for sample `pos`; nothing when the token asks to stop first (the sample stays queued).
+  std::optional<Slot> take(std::size_t pos) {
     if (threads.empty()) return produce(epoch, pos, order[pos], shape_of(pos));
     std::unique_lock<std::mutex> lock(mutex);
-    done_cv.wait(lock, [&] { return stopping || ready.count(pos); });
+    const auto poll = std::chrono::milliseconds(opt.token ? 10 : 1000);
+    while (!stopping && !ready.count(pos)) {
+      if (stop_asked()) return std::nullopt;
+      done_cv.wait_for(lock, poll);
+    }
     if (stopping) throw Error("data loader: stopped");
-    Slot slot = std::move(ready[pos]);
-    ready.erase(pos);
-    return slot;
+    return std::move(ready[pos]);
   }
 };
 
@@ -129,6 +136,7 @@ void Loader::stop() {
   }
   impl_->work_cv.notify_all();
   impl_->done_cv.notify_all();
+  std::lock_guard<std::mutex> lock(impl_->join_mutex);
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
 }
@@ -159,14 +167,17 @@ std::optional<Batch> Loader::next() {
   const std::size_t end = std::min(d.order.size(), begin + d.opt.batch);
   std::vector<Slot> slots;
   for (std::size_t p = begin; p < end; ++p) {
-    slots.push_back(d.take(p));
-    if (slots.back().error) {
-      seek(d.epoch, d.batch);  // a retry rebuilds this batch instead of waiting for taken samples
-      std::rethrow_exception(slots.back().error);
+    std::optional<Slot> slot = d.take(p);
+    if (!slot) return std::nullopt;  // stop requested: samples stay queued, the batch is not consumed
+    if (slot->error) {
+      seek(d.epoch, d.batch);  // a retry rebuilds this batch
+      std::rethrow_exception(slot->error);
     }
+    slots.push_back(std::move(*slot));
   }
   {
     std::lock_guard<std::mutex> lock(d.mutex);
+    for (std::size_t p = begin; p < end; ++p) d.ready.erase(p);
     d.consumed = end;
   }
   d.work_cv.notify_all();

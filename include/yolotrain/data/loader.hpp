@@ -10,6 +10,7 @@
 
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/data/dataset.hpp"
+#include "yolotrain/lifecycle/control_token.hpp"
 
 namespace yolotrain::data {
 
@@ -30,6 +31,9 @@ struct LoaderOptions {
   bool cache_ram = false;      ///< cache=ram: keep decoded, resized images in memory
   int prefetch_batches = 4;    ///< bounded prefetch: samples at most this many batches ahead
   bool dct_scaling = true;     ///< decode large JPEGs with DCT scaling
+  /// When set, a next() waiting for workers returns nothing as soon as the token asks to stop
+  /// (the caller tells that from an epoch end by token->stop_requested()). Not owned.
+  const lifecycle::ControlToken* token = nullptr;
 };
 
 /// One batch in Ultralytics' fields.
@@ -60,8 +64,9 @@ class Loader {
 
   /// Positions the loader at batch `batch_index` of `epoch` (0-based); next() returns it.
   void seek(int epoch, std::int64_t batch_index = 0);
-  /// The next batch of the current epoch, or nothing at its end (then seek(epoch + 1)). Rethrows a
-  /// worker's exception as yolotrain::Error naming the file.
+  /// The next batch of the current epoch, or nothing at its end (then seek(epoch + 1)) or when
+  /// options().token asks to stop while it waits (the batch is then not consumed). Rethrows a
+  /// worker's exception as yolotrain::Error naming the file; a retry rebuilds the same batch.
   std::optional<Batch> next();
   /// Batches per epoch: ceil(size / batch).
   std::int64_t batches_per_epoch() const;
