@@ -240,6 +240,7 @@ void Trainer::Run::build() {
   train_opts.close_mosaic = static_cast<int>(cfg.close_mosaic);
   train_opts.cache_ram = cfg.cache == "ram";
   train_opts.rect = cfg.rect;
+  train_opts.token = &token;  // a stop ends a wait for data at once
   train_loader = std::make_unique<data::Loader>(train_set, train_opts);
   data::LoaderOptions val_opts = train_opts;
   val_opts.batch = static_cast<int>(cfg.batch * 2);
@@ -549,7 +550,10 @@ RunResult Trainer::Run::run() {
     while (going && batch < nb) {
       if (!(going = poll())) break;
       auto b = train_loader->next();
-      if (!b) break;
+      if (!b) {
+        going = !token.stop_requested() || poll();  // a stop while waiting for data
+        break;
+      }
       train_batch(*b);
       status->set_progress(step(), epoch);
       if (cb.on_batch_end) cb.on_batch_end(progress());
