@@ -81,7 +81,8 @@ void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
   }
   for (size_t i = 0; i < feats.size(); ++i) {
     const at::Tensor& f = feats[i];
-    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0)) {
+    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0) ||
+        f.size(0) < 1 || f.size(2) < 1 || f.size(3) < 1) {
       throw Error("DetectionLoss: output level " + std::to_string(i) + " has shape " + shape(f) +
                   "; expected [B, " + std::to_string(no) + " (4*reg_max + nc), H, W]");
     }
