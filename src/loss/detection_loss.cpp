@@ -81,7 +81,8 @@ void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
   }
   for (size_t i = 0; i < feats.size(); ++i) {
     const at::Tensor& f = feats[i];
-    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0)) {
+    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0) ||
+        f.size(0) < 1 || f.size(2) < 1 || f.size(3) < 1) {
       throw Error("DetectionLoss: output level " + std::to_string(i) + " has shape " + shape(f) +
                   "; expected [B, " + std::to_string(no) + " (4*reg_max + nc), H, W]");
     }
@@ -116,22 +117,46 @@ at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
   return dist2bbox(dist, anchor_points, false);
 }
 
+namespace {
+
+// The raw outputs as (pred_scores [B, A, nc], pred_distri [B, A, 4*reg_max]).
+std::pair<at::Tensor, at::Tensor> split_predictions(const std::vector<at::Tensor>& feats,
+                                                    int64_t nc, int64_t reg_max) {
+  const int64_t batch_size = feats[0].size(0), no = nc + 4 * reg_max;
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& f : feats) flat.push_back(f.view({batch_size, no, -1}));
+  const auto split = at::cat(flat, 2).split_with_sizes({4 * reg_max, nc}, 1);
+  return {split[1].permute({0, 2, 1}).contiguous(), split[0].permute({0, 2, 1}).contiguous()};
+}
+
+// Ultralytics' BboxLoss: (CIoU term, DFL term) over the positive anchors, in grid units.
+std::pair<at::Tensor, at::Tensor> bbox_loss(const at::Tensor& pred_distri,
+                                            const at::Tensor& pred_bboxes,
+                                            const at::Tensor& anchors,
+                                            const at::Tensor& target_bboxes,
+                                            const at::Tensor& target_scores, const at::Tensor& tss,
+                                            const at::Tensor& fg, int64_t reg_max) {
+  const at::Tensor weight = target_scores.sum(-1).index({fg}).unsqueeze(-1);
+  const at::Tensor iou =
+      bbox_iou(pred_bboxes.index({fg}), target_bboxes.index({fg}), false, IouKind::CIoU);
+  const at::Tensor loss_iou = ((1.0 - iou) * weight).sum() / tss;
+  const at::Tensor target_ltrb = bbox2dist(anchors, target_bboxes, static_cast<double>(reg_max - 1));
+  const at::Tensor dfl =
+      df_loss(pred_distri.index({fg}).view({-1, reg_max}), target_ltrb.index({fg}), reg_max);
+  return {loss_iou, (dfl * weight).sum() / tss};
+}
+
+}  // namespace
+
 LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
                                      const Targets& targets) const {
   check_feats(feats);
   const int64_t batch_size = feats[0].size(0);
-  const int64_t no = options_.nc + 4 * options_.reg_max;
-  std::vector<at::Tensor> flat;
-  for (const at::Tensor& f : feats) flat.push_back(f.view({batch_size, no, -1}));
-  const auto split = at::cat(flat, 2).split_with_sizes({4 * options_.reg_max, options_.nc}, 1);
-  const at::Tensor pred_scores = split[1].permute({0, 2, 1}).contiguous();
-  const at::Tensor pred_distri = split[0].permute({0, 2, 1}).contiguous();
-
+  const auto [pred_scores, pred_distri] = split_predictions(feats, options_.nc, options_.reg_max);
   const auto dtype = pred_scores.scalar_type();
   const at::Tensor imgsz =
-      at::tensor({feats[0].size(2), feats[0].size(3)}, pred_scores.options().dtype(dtype)
-                                                           .requires_grad(false)) *
-      options_.strides[0];
+      at::tensor({feats[0].size(2), feats[0].size(3)}, pred_scores.options().requires_grad(false)) *
+      options_.strides[0];  // (h, w) pixels
   const auto [anchor_points, stride_tensor] = make_anchors(feats, options_.strides, 0.5);
   const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
 
@@ -140,34 +165,23 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
   const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
 
   const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
-  Assignment a = assigner_(pred_scores.detach().sigmoid(),
-                           (pred_bboxes.detach() * strides).to(gt_bboxes.scalar_type()),
-                           anchors * strides, gt_labels, gt_bboxes, mask_gt);
+  const Assignment a = assigner_(pred_scores.detach().sigmoid(),
+                                 (pred_bboxes.detach() * strides).to(gt_bboxes.scalar_type()),
+                                 anchors * strides, gt_labels, gt_bboxes, mask_gt);
 
   const at::Tensor tss = at::clamp_min(a.target_scores.sum(), 1);  // max(sum, 1)
-  const at::Tensor loss_cls =
-      at::binary_cross_entropy_with_logits(pred_scores, a.target_scores.to(dtype), {}, {},
-                                           at::Reduction::None)
-          .sum() /
-      tss;
+  const at::Tensor loss_cls = at::binary_cross_entropy_with_logits(
+                                  pred_scores, a.target_scores.to(dtype), {}, {}, at::Reduction::None)
+                                  .sum() /
+                              tss;
   at::Tensor loss_box = at::zeros({}, pred_scores.options().requires_grad(false));
   at::Tensor loss_dfl = loss_box;
   if (a.fg_mask.any().item<bool>()) {
-    const at::Tensor target_bboxes = a.target_bboxes / strides;
-    const at::Tensor& fg = a.fg_mask;
-    const at::Tensor weight = a.target_scores.sum(-1).index({fg}).unsqueeze(-1);
-    const at::Tensor iou =
-        bbox_iou(pred_bboxes.index({fg}), target_bboxes.index({fg}), false, IouKind::CIoU);
-    loss_box = ((1.0 - iou) * weight).sum() / tss;
-    const at::Tensor target_ltrb = bbox2dist(anchors, target_bboxes, options_.reg_max - 1);
-    loss_dfl = (df_loss(pred_distri.index({fg}).view({-1, options_.reg_max}),
-                        target_ltrb.index({fg}), options_.reg_max) *
-                weight)
-                   .sum() /
-               tss;
+    std::tie(loss_box, loss_dfl) = bbox_loss(pred_distri, pred_bboxes, anchors, a.target_bboxes / strides,
+                                             a.target_scores, tss, a.fg_mask, options_.reg_max);
   }
-  const at::Tensor loss = at::stack({loss_box * gains_.box, loss_cls * gains_.cls,
-                                     loss_dfl * gains_.dfl});
+  const at::Tensor loss =
+      at::stack({loss_box * gains_.box, loss_cls * gains_.cls, loss_dfl * gains_.dfl});
   return {loss.sum() * batch_size, loss.detach()};
 }
 

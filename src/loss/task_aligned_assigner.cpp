@@ -50,7 +50,6 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
                                            const at::Tensor& mask_gt) const {
   check_inputs(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
   at::NoGradGuard no_grad;
-  const int64_t bs = pd_scores.size(0);
   const int64_t n_max_boxes = gt_bboxes.size(1);
   if (n_max_boxes == 0) {
     const at::Tensor s0 = pd_scores.select(-1, 0);
@@ -67,19 +66,8 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
   std::tie(target_gt_idx, fg_mask, mask_pos) =
       select_highest_overlaps(mask_pos, overlaps, n_max_boxes);
 
-  // Targets of each anchor from its GT.
-  const at::Tensor batch_ind =
-      at::arange(bs, gt_labels.options().dtype(at::kLong)).unsqueeze(-1);
-  const at::Tensor flat_idx = target_gt_idx + batch_ind * n_max_boxes;
-  at::Tensor target_labels = gt_labels.to(at::kLong).flatten().index({flat_idx});
-  const at::Tensor target_bboxes = gt_bboxes.view({-1, gt_bboxes.size(-1)}).index({flat_idx});
-  target_labels.clamp_(0);
-  at::Tensor target_scores =
-      at::zeros({target_labels.size(0), target_labels.size(1), num_classes_},
-                target_labels.options());
-  target_scores.scatter_(2, target_labels.unsqueeze(-1), 1);
-  const at::Tensor fg_scores_mask = fg_mask.unsqueeze(-1).repeat({1, 1, num_classes_});
-  target_scores = at::where(fg_scores_mask > 0, target_scores, at::zeros({}, target_scores.options()));
+  auto [target_labels, target_bboxes, target_scores] =
+      get_targets(gt_labels, gt_bboxes, target_gt_idx, fg_mask);
 
   // Normalize the metric per GT: best metric -> best IoU of that GT.
   align_metric *= mask_pos;
@@ -89,6 +77,25 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
       (align_metric * pos_overlaps / (pos_align_metrics + eps_)).amax(-2).unsqueeze(-1);
   target_scores = target_scores * norm_align_metric;
   return {target_labels, target_bboxes, target_scores, fg_mask.to(at::kBool), target_gt_idx};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_targets(
+    const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& target_gt_idx,
+    const at::Tensor& fg_mask) const {
+  const int64_t bs = gt_bboxes.size(0), n_max_boxes = gt_bboxes.size(1);
+  const at::Tensor batch_ind =
+      at::arange(bs, gt_labels.options().dtype(at::kLong)).unsqueeze(-1);
+  const at::Tensor flat_idx = target_gt_idx + batch_ind * n_max_boxes;
+  at::Tensor target_labels = gt_labels.to(at::kLong).flatten().index({flat_idx});
+  const at::Tensor target_bboxes = gt_bboxes.view({-1, gt_bboxes.size(-1)}).index({flat_idx});
+  target_labels.clamp_(0);
+  at::Tensor target_scores = at::zeros(
+      {target_labels.size(0), target_labels.size(1), num_classes_}, target_labels.options());
+  target_scores.scatter_(2, target_labels.unsqueeze(-1), 1);
+  const at::Tensor fg_scores_mask = fg_mask.unsqueeze(-1).repeat({1, 1, num_classes_});
+  target_scores =
+      at::where(fg_scores_mask > 0, target_scores, at::zeros({}, target_scores.options()));
+  return {target_labels, target_bboxes, target_scores};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_pos_mask(

@@ -69,8 +69,9 @@ class DetectionLoss {
   TaskAlignedAssigner assigner_;
 };
 
-/// Distribution focal loss of pred_dist [n, reg_max] (logits) against target [n/4... , 4]
-/// distances, mean over the 4 sides, shape [n_pos, 1]; targets clamped to [0, reg_max - 1.01].
+/// Distribution focal loss (Ultralytics' DFLoss): pred_dist [4 * P, reg_max] logits (P anchors,
+/// sides l, t, r, b) against target distances [P, 4] in bins, clamped to [0, reg_max - 1.01];
+/// cross-entropy to the two neighbouring bins weighted by distance, mean over the sides -> [P, 1].
 at::Tensor df_loss(const at::Tensor& pred_dist, const at::Tensor& target, int64_t reg_max);
 
 }  // namespace yolotrain::loss

@@ -2,6 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <tuple>
+#include <utility>
+
 namespace yolotrain::loss {
 
 /// What TaskAlignedAssigner::operator() returns (B = images, A = anchors, C = classes).
@@ -57,6 +60,10 @@ class TaskAlignedAssigner {
                                                     const at::Tensor& gt_bboxes,
                                                     const at::Tensor& mask) const;
   at::Tensor select_topk_candidates(const at::Tensor& metrics, const at::Tensor& topk_mask) const;
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> get_targets(const at::Tensor& gt_labels,
+                                                             const at::Tensor& gt_bboxes,
+                                                             const at::Tensor& target_gt_idx,
+                                                             const at::Tensor& fg_mask) const;
 
   int64_t topk_;
   int64_t num_classes_;

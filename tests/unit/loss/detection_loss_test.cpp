@@ -154,6 +154,9 @@ TEST_CASE("loss rejects wrong shapes and out-of-range targets", "[loss]") {
   CHECK_THROWS_AS(loss({feats[0], feats[1], at::zeros({2, 10, 2, 2})}, no_targets()), yolotrain::Error);
   CHECK_THROWS_AS(loss(feats, make_targets({2}, {0}, {0.5f, 0.5f, 0.1f, 0.1f})), yolotrain::Error);
   CHECK_THROWS_AS(loss(feats, make_targets({0}, {2}, {0.5f, 0.5f, 0.1f, 0.1f})), yolotrain::Error);
+  CHECK_THROWS_AS(loss({at::zeros({0, kNo, 8, 8}), at::zeros({0, kNo, 4, 4}), at::zeros({0, kNo, 2, 2})},
+                       no_targets()),
+                  yolotrain::Error);
   CHECK_THROWS_AS(yl::DetectionLoss(yl::DetectionLossOptions{{}, 2, 16}), yolotrain::Error);
   CHECK_THROWS_AS(yl::DetectionLoss(yl::DetectionLossOptions{{8}, 0, 16}), yolotrain::Error);
 }

@@ -85,6 +85,27 @@ TEST_CASE("validator counts a shifted prediction only at low IoU thresholds", "[
   const ym::DetMetrics m = v.finalize();
   CHECK(m.map50 == Approx(0.995));
   CHECK(m.map == Approx(0.995 * 7 / 10));
+  CHECK(m.map75 == Approx(0.995));
   CHECK(m.fitness == Approx(0.1 * 0.995 + 0.9 * 0.995 * 0.7));
   CHECK_THROWS_AS(v.update(at::zeros({1, 5}), f({}), at::zeros({0, 4}), {100, 100}, {}), yolotrain::Error);
+}
+
+TEST_CASE("validator recomputes the letterbox without ratio_pad and checks batch counts", "[metrics]") {
+  ym::Validator v;
+  // 480x640 original in a 640x640 input: gain 1, padding (0, 80). GT (10,10,110,110) original.
+  const at::Tensor pred = f({10, 90, 110, 190, 0.5f, 0}).view({1, 6});
+  const at::Tensor gt = f({60.f / 640, 140.f / 640, 100.f / 640, 100.f / 640}).view({1, 4});
+  v.update({pred}, f({0}), f({0}).view({1, 1}), gt, {640, 640}, {ym::ImageInfo{{480, 640}, std::nullopt}});
+  CHECK(v.tp().all().item<bool>());
+  CHECK(v.finalize().map == Approx(0.995));
+  // A prediction-only image adds a false positive below the true one: AP unchanged, P at the
+  // chosen confidence still 1 (the FP has lower confidence).
+  v.update(f({0, 0, 50, 50, 0.1f, 0}).view({1, 6}), f({}), at::zeros({0, 4}), {640, 640},
+           ym::ImageInfo{{640, 640}, std::nullopt});
+  CHECK(v.seen() == 2);
+  CHECK(v.conf().numel() == 2);
+  CHECK(v.finalize().map50 == Approx(0.995));
+  CHECK_THROWS_AS(v.update({pred, pred}, f({0}), f({0}).view({1, 1}), gt, {640, 640},
+                           {ym::ImageInfo{{480, 640}, std::nullopt}}),
+                  yolotrain::Error);
 }
