@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The main job, from a fresh machine: installs the dependencies, builds, and trains
-# examples/custom_loop on its built-in synthetic data with the lifecycle core. Press Ctrl+C to
-# stop gracefully (a checkpoint is written), run the same command again to resume, Ctrl+Z to
-# pause and suspend, `fg` to continue. Arguments are passed to custom_loop (defaults below).
+# The main job, from a fresh machine: installs the dependencies, builds, and trains a YOLOv8n on the
+# built-in synthetic "shapes" dataset (written on first use to runs/detect/.shapes). Ctrl+C stops
+# with a checkpoint (exit 130); running this script again resumes exactly where it stopped. Ctrl+Z
+# pauses (fg resumes). Arguments replace the defaults below (yolo_train key=value ...).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 bash "$root/scripts/install-deps.sh"
 BUILD_DIR=$build bash "$root/scripts/build.sh" >/dev/null
+cd "$root"
 if [ $# -eq 0 ]; then
-  set -- --dir "$root/runs/custom_loop" --steps 3000 --save-every-steps 500 --save-interval-s 60
+  set -- data=shapes epochs=30 imgsz=160 batch=16 name=shapes resume=true
 fi
-echo "custom_loop $*"
-exec "$build/examples/custom_loop" "$@"
+echo "yolo_train $*"
+exec "$build/examples/yolo_train" "$@"

@@ -227,12 +227,13 @@ void Trainer::Run::build() {
     choice.warmup_bias_lr = std::strtod(extra(resume_from->meta, "warmup_bias_lr").c_str(), nullptr);
   }
   optimizer = build_optimizer(model, choice);
-  criterion = std::make_unique<loss::DetectionLoss>(
-      loss::DetectionLossOptions{model->strides(), model->nc(), 16, 10}, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  criterion = std::make_unique<loss::DetectionLoss>(model, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   data::LoaderOptions train_opts;
   train_opts.batch = static_cast<int>(cfg.batch);
   train_opts.imgsz = static_cast<int>(cfg.imgsz);
-  train_opts.workers = static_cast<int>(cfg.workers);
+  // As Ultralytics: no more loader threads than cores (more only fight the training threads).
+  train_opts.workers = static_cast<int>(
+      std::min<std::int64_t>(cfg.workers, std::max(1u, std::thread::hardware_concurrency())));
   train_opts.seed = static_cast<std::uint64_t>(cfg.seed);
   train_opts.hyp = {cfg.hsv_h, cfg.hsv_s, cfg.hsv_v, cfg.degrees, cfg.translate, cfg.scale, cfg.shear,
                     cfg.perspective, cfg.flipud, cfg.fliplr, cfg.mosaic, cfg.mixup};

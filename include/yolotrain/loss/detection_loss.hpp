@@ -6,6 +6,10 @@
 
 #include "yolotrain/loss/task_aligned_assigner.hpp"
 
+namespace yolotrain::nn {
+class DetectionModel;
+}  // namespace yolotrain::nn
+
 namespace yolotrain::loss {
 
 /// Ground truth of a batch, in Ultralytics' batch fields (N = boxes in the whole batch).
@@ -43,6 +47,9 @@ class DetectionLoss {
  public:
   /// Throws yolotrain::Error on an empty stride list, nc < 1 or reg_max < 2.
   explicit DetectionLoss(DetectionLossOptions options, LossGains gains = {});
+  /// The loss of `model`'s head (its strides, nc and reg_max; topk 10): Ultralytics'
+  /// v8DetectionLoss(model). `DetectionLoss loss(model)` is the reference loss.
+  explicit DetectionLoss(const nn::DetectionModel& model, LossGains gains = {});
 
   /// feats: the model's raw outputs per level, [B, 4*reg_max + nc, H_i, W_i] (levels in stride
   /// order). targets: the batch's boxes. Throws yolotrain::Error when shapes disagree or a
