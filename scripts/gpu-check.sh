@@ -67,6 +67,40 @@ python3 -c "import json;d=json.load(open('$out/pause/status.json'));print('resum
 kill -TERM $pid; wait $pid; echo "exit code $?"
 tail -4 "$out/pause.log"
 
+step "yolo_train on CUDA: SIGTERM, then a pause with each pause_release"
+yt=$build/examples/yolo_train
+$build/examples/yolo_dataset/yolo_dataset shapes "$out/shapes" --train 256 --val 32 --imgsz 320 | tail -1
+targs=(data="$out/shapes/data.yaml" epochs=3 imgsz=320 batch=32 workers=8 device=cuda project="$out/runs"
+       save_interval=0 exist_ok=true)
+wait_train() {  # $1 run folder, $2 step
+  for _ in $(seq 1 900); do
+    python3 -c "import json,sys;d=json.load(open('$1/status.json'));sys.exit(0 if d['step']>=$2 else 1)" 2>/dev/null && return 0
+    sleep 0.2
+  done; return 1
+}
+t0=$(date +%s.%N)
+$yt "${targs[@]}" name=full epochs=1 >"$out/full.log" 2>&1; echo "one epoch (256 images at 320, batch 32, val 32): exit $? in $(python3 -c "print(round($(date +%s.%N)-$t0,1))") s"
+grep -E "epoch 1/1|CudaGuard" "$out/full.log"
+$yt "${targs[@]}" name=term >"$out/term_train.log" 2>&1 &
+pid=$!; wait_train "$out/runs/term" 5
+echo "training: nvidia-smi apps: $(gpu_mem)"
+t0=$(date +%s.%N); kill -TERM $pid; wait $pid; code=$?
+echo "SIGTERM: exit $code after $(python3 -c "print(round($(date +%s.%N)-$t0,3))") s"; tail -2 "$out/term_train.log"
+echo "after exit: nvidia-smi apps: $(gpu_mem)"
+for mode in cache offload exit; do
+  $yt "${targs[@]}" name=p_$mode pause_release=$mode >"$out/p_$mode.log" 2>&1 &
+  pid=$!; wait_train "$out/runs/p_$mode" 5
+  python3 -c "import json;d=json.load(open('$out/runs/p_$mode/status.json'));print('$mode running:', d['memory'].get('cuda'))"
+  kill -USR1 $pid
+  if [ $mode = exit ]; then wait $pid; echo "pause_release=exit: exit $?"; continue; fi
+  for _ in $(seq 1 300); do grep -q '"state": "paused"' "$out/runs/p_$mode/status.json" && break; sleep 0.1; done
+  sleep 1
+  python3 -c "import json;d=json.load(open('$out/runs/p_$mode/status.json'));print('$mode paused:', d['state'], d['memory'].get('cuda'))"
+  echo "$mode paused: nvidia-smi apps: $(gpu_mem)"
+  kill -TERM $pid; wait $pid; echo "$mode: stopped while paused, exit $?"
+done
+[ -n "${YT_GPU_QUICK:-}" ] && exit 0
+
 step "unit and integration tests (CPU paths) on this machine"
 (cd $build && ctest -j8 --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1)
 grep -E "tests passed|tests failed|Failed|SEGFAULT|Exception|FAILED" "$out/ctest.log" | head -30
