@@ -1,9 +1,10 @@
-// Links yolotrain::lifecycle through find_package and uses it: a token, a signal binding and a
-// checkpoint that is written, verified and read back.
+// Links yolotrain through find_package and uses it: a token, a signal binding, a checkpoint that
+// is written, verified and read back, and a YOLOv8n built from the installed model YAML by name.
 #include <ATen/ATen.h>
 
 #include <iostream>
 
+#include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/yolotrain.hpp"
 
 int main(int argc, char** argv) {
@@ -25,6 +26,15 @@ int main(int argc, char** argv) {
     std::cerr << "consumer: checkpoint did not round-trip\n";
     return 1;
   }
-  std::cout << "yolotrain " << yolotrain::version() << ": checkpoint round-trip ok\n";
+  // The model YAMLs are installed with the package and found by name.
+  yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(80));
+  std::int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  if (parameters != 3157200) {
+    std::cerr << "consumer: yolov8n has " << parameters << " parameters, expected 3157200\n";
+    return 1;
+  }
+  std::cout << "yolotrain " << yolotrain::version() << ": checkpoint round-trip ok, yolov8n from "
+            << model->yaml_path().string() << "\n";
   return 0;
 }

@@ -23,6 +23,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using yt::Finished;
+using yt::in_state;
+using yt::reached_step;
+using yt::run_to_end;
+using yt::status_of;
+
 const std::vector<std::string> kBase = {"--steps", "150", "--seed", "3", "--batch", "16", "--threads", "1",
                                         "--save-interval-s", "0"};
 
@@ -31,17 +37,6 @@ std::vector<std::string> args(const fs::path& dir, std::vector<std::string> extr
   a.insert(a.end(), kBase.begin(), kBase.end());
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
-}
-
-struct Finished {
-  std::optional<int> code;
-  std::string output;
-};
-
-Finished run_to_end(const std::vector<std::string>& a, const fs::path& out, std::chrono::milliseconds timeout = 120s) {
-  yt::Child child = yt::spawn(a, out);
-  const auto code = yt::wait_exit(child, timeout);
-  return {code, yt::slurp(out)};
 }
 
 std::string digest_of(const std::string& output) {
@@ -61,24 +56,6 @@ std::string baseline(const std::vector<std::string>& extra = {}) {
   const std::string d = digest_of(f.output);
   REQUIRE(d.size() == 64);
   return cache[extra] = d;
-}
-
-nlohmann::json status_of(const fs::path& dir) {
-  try {
-    return nlohmann::json::parse(yt::slurp(dir / "status.json"));
-  } catch (...) {
-    return nlohmann::json::object();
-  }
-}
-
-bool reached_step(const fs::path& dir, std::int64_t step) {
-  const auto s = status_of(dir);
-  return s.contains("step") && s["step"].get<std::int64_t>() >= step;
-}
-
-bool in_state(const fs::path& dir, const std::string& state) {
-  const auto s = status_of(dir);
-  return s.contains("state") && s["state"] == state;
 }
 
 std::int64_t stopped_step(const std::string& output) {

@@ -21,6 +21,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using yt::Finished;
+using yt::in_state;
+using yt::reached_step;
+using yt::run_to_end;
+using yt::status_of;
+
 // One tiny dataset per test process: 16 training and 8 validation images of 64 px.
 const fs::path& dataset() {
   static yt::TempDir dir;
@@ -37,36 +43,12 @@ std::vector<std::string> train_args(const fs::path& project, std::vector<std::st
   return a;
 }
 
-struct Finished {
-  std::optional<int> code;
-  std::string output;
-};
-
-Finished run(const std::vector<std::string>& args, const fs::path& out) {
-  yt::Child child = yt::spawn(args, out);
-  const auto code = yt::wait_exit(child, 300s);
-  return {code, yt::slurp(out)};
-}
-
-nlohmann::json status_of(const fs::path& run_dir) {
-  try {
-    return nlohmann::json::parse(yt::slurp(run_dir / "status.json"));
-  } catch (...) {
-    return nlohmann::json::object();
-  }
-}
-
-bool reached_step(const fs::path& run_dir, std::int64_t step) {
-  const auto s = status_of(run_dir);
-  return s.contains("step") && s["step"].get<std::int64_t>() >= step;
-}
-
 // The exported EMA weights of the run's newest checkpoint, as bytes.
 std::string exported_weights(const fs::path& run_dir, const fs::path& out) {
   yolotrain::lifecycle::CheckpointStore store({run_dir / "weights", 2, "", "last", {}});
   const auto newest = store.checkpoints();
   REQUIRE_FALSE(newest.empty());
-  const Finished f = run({YOLO_TRAIN_PATH, "export", "model=" + newest.front().string()}, out);
+  const Finished f = run_to_end({YOLO_TRAIN_PATH, "export", "model=" + newest.front().string()}, out);
   INFO(f.output);
   REQUIRE(f.code == 0);
   return yt::slurp(fs::path(newest.front()).replace_extension(".safetensors"));
@@ -76,7 +58,7 @@ std::string exported_weights(const fs::path& run_dir, const fs::path& out) {
 const std::string& baseline() {
   static yt::TempDir dir;
   static const std::string weights = [] {
-    const Finished f = run(train_args(dir.path()), dir / "out.txt");
+    const Finished f = run_to_end(train_args(dir.path()), dir / "out.txt");
     INFO(f.output);
     REQUIRE(f.code == 0);
     return exported_weights(dir / "run", dir / "export.txt");
@@ -88,7 +70,7 @@ const std::string& baseline() {
 
 TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integration]") {
   yt::TempDir tmp;
-  const Finished f = run(train_args(tmp.path(), {"imgsz=60"}), tmp / "out.txt");
+  const Finished f = run_to_end(train_args(tmp.path(), {"imgsz=60"}), tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
   CHECK_THAT(f.output, Catch::Contains("imgsz=60 must be a multiple of 32, updating to 64"));
@@ -121,7 +103,7 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   INFO(out);
   CHECK(code == 143);
   CHECK(status_of(dir)["state"] == "stopped");
-  const Finished resumed = run(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+  const Finished resumed = run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
@@ -154,7 +136,7 @@ TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]
       {{YOLO_TRAIN_PATH, "fly"}, "unknown mode 'fly'"},
   };
   for (const auto& [args, message] : cases) {
-    const Finished f = run(args, tmp / "out.txt");
+    const Finished f = run_to_end(args, tmp / "out.txt");
     INFO(f.output);
     CHECK(f.code == 2);
     CHECK_THAT(f.output, Catch::Contains(message));
@@ -163,9 +145,9 @@ TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]
 
 TEST_CASE("resuming a finished run says so and changes nothing", "[integration]") {
   yt::TempDir tmp;
-  REQUIRE(run(train_args(tmp.path(), {"epochs=1"}), tmp / "out0.txt").code == 0);
+  REQUIRE(run_to_end(train_args(tmp.path(), {"epochs=1"}), tmp / "out0.txt").code == 0);
   const std::string csv = yt::slurp(tmp / "run" / "results.csv");
-  const Finished f = run(train_args(tmp.path(), {"epochs=1", "resume=true"}), tmp / "out.txt");
+  const Finished f = run_to_end(train_args(tmp.path(), {"epochs=1", "resume=true"}), tmp / "out.txt");
   INFO(f.output);
   CHECK(f.code == 2);
   CHECK_THAT(f.output, Catch::Contains("already finished"));
@@ -187,7 +169,7 @@ TEST_CASE("yolo_train survives SIGKILL at random moments and resumes exactly", "
     yolotrain::lifecycle::CheckpointStore store({dir / "weights", 2, "", "last", {}});
     CHECK(store.load_latest().skipped.empty());
   }
-  const Finished f = run(train_args(tmp.path(), {"resume=true"}), tmp / "final.txt");
+  const Finished f = run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "final.txt");
   INFO(f.output);
   const bool finished_already = f.output.find("already finished") != std::string::npos;
   CHECK((f.code == 0 || finished_already));

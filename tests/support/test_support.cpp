@@ -77,6 +77,30 @@ std::optional<int> wait_exit(Child& child, std::chrono::milliseconds timeout) {
   }
 }
 
+Finished run_to_end(const std::vector<std::string>& args, const fs::path& out, std::chrono::milliseconds timeout) {
+  Child child = spawn(args, out);
+  const auto code = wait_exit(child, timeout);
+  return {code, slurp(out)};
+}
+
+nlohmann::json status_of(const fs::path& dir) {
+  try {
+    return nlohmann::json::parse(slurp(dir / "status.json"));
+  } catch (...) {
+    return nlohmann::json::object();
+  }
+}
+
+bool reached_step(const fs::path& dir, std::int64_t step) {
+  const auto s = status_of(dir);
+  return s.contains("step") && s["step"].get<std::int64_t>() >= step;
+}
+
+bool in_state(const fs::path& dir, const std::string& state) {
+  const auto s = status_of(dir);
+  return s.contains("state") && s["state"] == state;
+}
+
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds poll) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -42,6 +44,23 @@ Child spawn(const std::vector<std::string>& args, const std::filesystem::path& o
 /// Waits for the child; returns its exit code, 128+signal if a signal killed it, or nothing
 /// after `timeout` (the child is then killed with SIGKILL and reaped).
 std::optional<int> wait_exit(Child& child, std::chrono::milliseconds timeout);
+
+/// How a child process ended: its exit code (nothing on timeout) and its output.
+struct Finished {
+  std::optional<int> code;
+  std::string output;
+};
+
+/// Runs `args` to the end (killing it after `timeout`), its output going to `out`.
+Finished run_to_end(const std::vector<std::string>& args, const std::filesystem::path& out,
+                    std::chrono::milliseconds timeout = std::chrono::minutes(5));
+
+/// The run's status.json in `dir` (an empty object while it does not parse yet).
+nlohmann::json status_of(const std::filesystem::path& dir);
+/// True once status.json in `dir` reports at least `step`.
+bool reached_step(const std::filesystem::path& dir, std::int64_t step);
+/// True while status.json in `dir` reports `state`.
+bool in_state(const std::filesystem::path& dir, const std::string& state);
 
 /// True once `done()` holds, polling every `poll` until `timeout`.
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
