@@ -123,7 +123,9 @@ struct Trainer::Run {
   void build();
   void restore();
   lc::Checkpoint snapshot(bool completed);
-  void checkpoint(bool wait, bool completed = false);
+  // force: save even if this step was saved (an epoch's end shares its step number with the
+  // position "epoch trained, not validated" saved before validation).
+  void checkpoint(bool wait, bool completed = false, bool force = false);
   void report_saved();
   void schedule(std::int64_t ni);
   std::int64_t accumulate_at(std::int64_t ni) const;
@@ -327,8 +329,8 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
   return c;
 }
 
-void Trainer::Run::checkpoint(bool wait, bool completed) {
-  if (cfg.save && (saved_step != step() || completed)) {
+void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
+  if (cfg.save && (saved_step != step() || completed || force)) {
     store->save_async(snapshot(completed));
     saved_step = step();
     last_save = Clock::now();
@@ -469,6 +471,7 @@ bool Trainer::Run::validate(EpochMetrics& m) {
     }
     validator.update(preds, b->batch_idx, b->cls, b->bboxes, {b->img.size(2), b->img.size(3)}, infos);
   }
+  if (token.stop_requested()) return false;  // the loader's wait ended on the stop: not validated
   const metrics::DetMetrics dm = validator.finalize();
   m.precision = dm.mp;
   m.recall = dm.mr;
@@ -513,7 +516,7 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   const bool out_of_time = cfg.time > 0 && elapsed >= cfg.time * 3600.0;
   const bool done = finished || patience_out || out_of_time;
   if (cfg.save) {
-    checkpoint(true, done);
+    checkpoint(true, done, /*force=*/true);
     if (improved) store->save_pinned(snapshot(done), "best");
     if (cfg.save_period > 0 && epoch % cfg.save_period == 0) store->save_pinned(snapshot(done), "epoch" + std::to_string(epoch));
   }

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/data/synthetic.hpp"
+#include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/nn/weights.hpp"
 
@@ -108,6 +109,30 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
   CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("a stop inside validation is validated again on resume and changes nothing", "[integration]") {
+  yt::TempDir tmp;
+  auto config_for = [&](const std::string& resume) {
+    auto args = train_args(tmp.path(), {"resume=" + resume});
+    args.erase(args.begin());  // the program path
+    return yolotrain::engine::TrainConfig::from_args(args);
+  };
+  yolotrain::lifecycle::ControlToken token;
+  yolotrain::engine::TrainerCallbacks callbacks;
+  callbacks.on_batch_end = [&](const yolotrain::engine::TrainerProgress& p) {
+    if (p.epoch == 0 && p.batch == p.batches) token.request_stop();  // seen first inside validation
+  };
+  const auto stopped = yolotrain::engine::Trainer(config_for("false"), callbacks).run(token);
+  CHECK(stopped.outcome == yolotrain::engine::RunOutcome::Stopped);
+  CHECK(stopped.epoch == 0);
+  CHECK_FALSE(fs::exists(tmp / "run" / "results.csv"));  // epoch 1 was never validated
+  token.reset();
+  const auto resumed = yolotrain::engine::Trainer(config_for("true")).run(token);
+  CHECK(resumed.outcome == yolotrain::engine::RunOutcome::Completed);
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
 }
 
 TEST_CASE("a pause and resume leave the result unchanged", "[integration]") {
