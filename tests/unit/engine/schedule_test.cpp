@@ -1,0 +1,59 @@
+// The optimizer and schedule as Ultralytics builds them (the engine's private optimizer.hpp).
+#include <torch/optim/optimizer.h>
+
+#include "optimizer.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace yolotrain::engine;
+
+TEST_CASE("the LR factor is linear or one-cycle cosine from 1 to lrf", "[engine]") {
+  TrainConfig cfg;
+  cfg.lrf = 0.01;
+  CHECK(lr_factor(cfg, 0, 100) == Approx(1.0));
+  CHECK(lr_factor(cfg, 50, 100) == Approx(0.505));
+  CHECK(lr_factor(cfg, 100, 100) == Approx(0.01));
+  cfg.cos_lr = true;
+  CHECK(lr_factor(cfg, 0, 100) == Approx(1.0));
+  CHECK(lr_factor(cfg, 50, 100) == Approx(0.505));
+  CHECK(lr_factor(cfg, 25, 100) == Approx((1 - std::cos(M_PI / 4)) / 2 * (0.01 - 1) + 1));
+  CHECK(lr_factor(cfg, 100, 100) == Approx(0.01));
+  CHECK(interp(-1, 100, 0.1, 0.01) == 0.1);
+  CHECK(interp(50, 100, 0.1, 0.01) == Approx(0.055));
+  CHECK(interp(150, 100, 0.1, 0.01) == 0.01);
+}
+
+TEST_CASE("optimizer=auto chooses as Ultralytics does", "[engine]") {
+  TrainConfig cfg;  // batch 16, nbs 64, epochs 100
+  OptimizerChoice c = choose_optimizer(cfg, 128, 3);  // ceil(128/64)*100 = 200 iterations
+  CHECK(c.name == "AdamW");
+  CHECK(c.lr == Approx(0.001429));  // round(0.002 * 5 / (4 + 3), 6)
+  CHECK(c.momentum == 0.9);
+  CHECK(c.warmup_bias_lr == 0.0);
+  CHECK(c.weight_decay == Approx(0.0005));  // 0.0005 * 16 * round(64/16) / 64
+  c = choose_optimizer(cfg, 10000, 80);  // 157 * 100 > 10000
+  CHECK(c.name == "SGD");
+  CHECK(c.lr == 0.01);
+  cfg.optimizer = "SGD";
+  cfg.batch = 8;
+  c = choose_optimizer(cfg, 128, 3);
+  CHECK(c.lr == cfg.lr0);
+  CHECK(c.momentum == cfg.momentum);
+  CHECK(c.warmup_bias_lr == cfg.warmup_bias_lr);
+  CHECK(c.weight_decay == Approx(0.0005 * 8 * 8 / 64));
+}
+
+TEST_CASE("yolov8n's parameter groups are Ultralytics' 63 biases 64 weights and 57 BN weights", "[engine]") {
+  // Ultralytics logs "parameter groups 57 weight(decay=0.0), 64 weight(decay=0.0005), 63 bias(decay=0.0)".
+  yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  OptimizerChoice c{"SGD", 0.01, 0.937, 0.1, 0.0005};
+  auto opt = build_optimizer(model, c);
+  REQUIRE(opt->param_groups().size() == 3);
+  CHECK(opt->param_groups()[0].params().size() == 63);
+  CHECK(opt->param_groups()[1].params().size() == 64);
+  CHECK(opt->param_groups()[2].params().size() == 57);
+  set_group(*opt, 0, 0.05, 0.8);
+  CHECK(group_lr(*opt, 0) == 0.05);
+  CHECK(group_lr(*opt, 1) == 0.01);
+}
