@@ -602,7 +602,8 @@ RunResult Trainer::run(lc::ControlToken& token) {
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
-    if (!run.status) throw;  // failed before training started: bad data, folders...
+    // Found before training started (model YAML, dataset, run folder): the input must change.
+    if (!run.status) throw ConfigError(e.what());
     run.status->set_error(e.what());
     try {
       run.checkpoint(true);

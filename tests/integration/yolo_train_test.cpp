@@ -159,7 +159,10 @@ TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]
       {{YOLO_TRAIN_PATH, "batch=0"}, "'batch'"},
       {{YOLO_TRAIN_PATH, "data=/nonexistent/data.yaml", "project=" + (tmp / "p").string()}, "/nonexistent/data.yaml"},
       {{YOLO_TRAIN_PATH, "fly"}, "unknown mode 'fly'"},
+      {train_args(tmp / "p", {"model=" + (tmp / "bad.yaml").string()}), "bad.yaml"},
+      {train_args("/proc/yolotrain-runs"), "cannot create the run folder /proc/yolotrain-runs/run"},
   };
+  yolotrain::lifecycle::atomic_write(tmp / "bad.yaml", "nc: 3\nbackbone:\n  - [-1, 1, Nope, [16, 3, 2]]\nhead: []\n");
   for (const auto& [args, message] : cases) {
     const Finished f = run_to_end(args, tmp / "out.txt");
     INFO(f.output);

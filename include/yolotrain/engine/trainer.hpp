@@ -76,7 +76,8 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   /// Runs (or resumes, per `resume`) until done, stopped, paused with release=exit, or failed.
-  /// Throws yolotrain::Error for bad configuration or data found before training starts.
+  /// Throws ConfigError for what is found wrong before training starts (arguments, model YAML,
+  /// dataset, run folder); failures after that are a Failed result (with a checkpoint first).
   RunResult run(lifecycle::ControlToken& token);
 
   const TrainConfig& config() const { return config_; }
