@@ -10,7 +10,6 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
-#include <unistd.h>
 
 #include "optimizer.hpp"
 #include "run_folder.hpp"
