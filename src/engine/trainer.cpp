@@ -25,6 +25,7 @@
 #include "yolotrain/metrics/nms.hpp"
 #include "yolotrain/metrics/validator.hpp"
 #include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
 
 namespace yolotrain::engine {
@@ -91,6 +92,7 @@ struct Trainer::Run {
   std::optional<lc::Checkpoint> resume_from;
   fs::path run_dir;
   torch::Device device{torch::kCPU};
+  c10::MemoryFormat memory_format = c10::MemoryFormat::Contiguous;
   data::DataConfig data_config;
   data::Dataset train_set, val_set;
   nn::DetectionModel model{nullptr};
@@ -218,6 +220,9 @@ void Trainer::Run::build() {
     if (p.key().find(".dfl") != std::string::npos) p.value().requires_grad_(false);  // as Ultralytics
   }
   model->to(device);
+  // On the CPU, the measured faster layout (channels_last, docs/nn.md); batches follow it.
+  memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
+  nn::set_memory_format(*model, memory_format);
   model->train();
   ema = std::make_unique<ModelEMA>(model);
   choice = choose_optimizer(cfg, static_cast<std::int64_t>(train_set.size()), data_config.nc());
@@ -428,7 +433,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   const std::int64_t ni = step();
   schedule(ni);
   const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
-  const loss::LossOutput out = (*criterion)(model->forward(b.img.to(device)), targets);
+  const loss::LossOutput out = (*criterion)(model->forward(b.img.to(device).contiguous(memory_format)), targets);
   out.total.backward();
   const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
   for (int i = 0; i < 3; ++i) tloss[i] = (tloss[i] * double(batch) + items[i].item<double>()) / double(batch + 1);
@@ -455,7 +460,7 @@ bool Trainer::Run::validate(EpochMetrics& m) {
   val_loader->seek(0, 0);
   while (auto b = val_loader->next()) {
     if (token.stop_requested()) return false;
-    const auto feats = net->forward(b->img.to(device));
+    const auto feats = net->forward(b->img.to(device).contiguous(memory_format));
     const loss::Targets targets{b->batch_idx.to(device), b->cls.to(device), b->bboxes.to(device)};
     const at::Tensor items = (*criterion)(feats, targets).items.to(torch::kCPU, torch::kDouble);
     for (int i = 0; i < 3; ++i) vloss[i] += items[i].item<double>();
