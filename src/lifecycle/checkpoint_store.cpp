@@ -240,21 +240,23 @@ Checkpoint CheckpointStore::load(const fs::path& path) {
   return ckpt;
 }
 
-fs::path CheckpointStore::write(Checkpoint checkpoint, const fs::path& target) {
-  checkpoint.meta.format_version = kCheckpointFormatVersion;
-  if (checkpoint.meta.wall_time == 0) checkpoint.meta.wall_time = now_seconds();
+void CheckpointStore::write(const Checkpoint& checkpoint, const fs::path& target) const {
   const auto [head, payload] = encode_parts(checkpoint);
   atomic_write(target, {head, payload}, options_.write);
-  std::lock_guard<std::mutex> lock(mutex_);
-  last_saved_ = {target, std::move(checkpoint.meta)};
-  return target;
 }
 
 fs::path CheckpointStore::write_rotating(Checkpoint checkpoint) {
   checkpoint.meta.model = options_.model;
+  checkpoint.meta.format_version = kCheckpointFormatVersion;
+  if (checkpoint.meta.wall_time == 0) checkpoint.meta.wall_time = now_seconds();
   char digits[32];
   std::snprintf(digits, sizeof(digits), "%012lld", static_cast<long long>(checkpoint.meta.step));
-  const fs::path path = write(std::move(checkpoint), options_.dir / (options_.prefix + "-" + digits + kExtension));
+  const fs::path path = options_.dir / (options_.prefix + "-" + digits + kExtension);
+  write(checkpoint, path);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_saved_ = {path, std::move(checkpoint.meta)};
+  }
   rotate();
   return path;
 }
@@ -268,7 +270,9 @@ fs::path CheckpointStore::save_pinned(const Checkpoint& checkpoint, const std::s
   rethrow_pending_error();
   Checkpoint named = checkpoint;
   named.meta.model = options_.model;
-  return write(std::move(named), options_.dir / (name + kExtension));
+  const fs::path path = options_.dir / (name + kExtension);
+  write(named, path);
+  return path;
 }
 
 void CheckpointStore::save_async(Checkpoint snapshot) {

@@ -92,7 +92,7 @@ class CheckpointStore {
   /// Queues a rotating save on the writer thread and returns at once.
   void save_async(Checkpoint snapshot);
   /// Waits until no write is queued or in flight; rethrows a failed write. Returns the path of
-  /// the last successful save, if any.
+  /// the last successful rotating save, if any.
   std::optional<std::filesystem::path> wait();
   /// True while a save is queued or being written.
   bool busy() const;
@@ -104,7 +104,8 @@ class CheckpointStore {
   LoadResult load_latest() const;
   /// Rotating checkpoint files, newest (highest step) first.
   std::vector<std::filesystem::path> checkpoints() const;
-  /// The last successful save: path and metadata.
+  /// The last successful rotating save (the one a resume starts from): path and metadata.
+  /// Pinned saves (best) do not change it.
   std::optional<std::pair<std::filesystem::path, CheckpointMeta>> last_saved() const;
   /// The text of the last failed write, if any (kept after it was rethrown).
   std::optional<std::string> last_error() const;
@@ -118,7 +119,7 @@ class CheckpointStore {
   static Checkpoint load(const std::filesystem::path& path);
 
  private:
-  std::filesystem::path write(Checkpoint checkpoint, const std::filesystem::path& target);
+  void write(const Checkpoint& checkpoint, const std::filesystem::path& target) const;
   std::filesystem::path write_rotating(Checkpoint checkpoint);
   void rotate();
   void writer_loop();

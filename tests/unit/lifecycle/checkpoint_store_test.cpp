@@ -282,3 +282,16 @@ TEST_CASE("the writer hands its finished snapshot back for reuse", "[lifecycle]"
   CHECK(spare[0].second.data_ptr() == data);
   CHECK(store.take_spare().empty());
 }
+
+TEST_CASE("last_saved follows the rotating saves and not the pinned ones", "[lifecycle]") {
+  TempDir dir;
+  lc::CheckpointStore store(options_for(dir.path()));
+  store.save(make_checkpoint(5));
+  store.save_pinned(make_checkpoint(9), "best");
+  const auto saved = store.last_saved();
+  REQUIRE(saved);
+  CHECK(saved->first.filename() == "ckpt-000000000005.ytckpt");
+  CHECK(saved->second.step == 5);
+  CHECK(saved->second.wall_time > 1.6e9);
+  CHECK(store.wait()->filename() == "ckpt-000000000005.ytckpt");
+}
