@@ -12,6 +12,7 @@
 
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/engine/trainer.hpp"
+#include "yolotrain/engine/validate.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
 #include "yolotrain/version.hpp"
 
@@ -23,6 +24,8 @@ using yolotrain::engine::TrainConfig;
 void print_help() {
   std::cout << "yolo_train " << yolotrain::version() << "\n\n"
             << "usage: yolo_train [train] key=value ...      train (resume=true continues a run)\n"
+            << "       yolo_train val model=WEIGHTS [data=data.yaml] [imgsz=..] [batch=..]\n"
+            << "                                          validate a checkpoint (.ytckpt) or .safetensors weights\n"
             << "       yolo_train export model=CKPT [format=safetensors]\n"
             << "                                          write a checkpoint's EMA weights with Ultralytics' names\n\n"
             << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
@@ -49,6 +52,17 @@ int run_export(const std::vector<std::string>& args) {
   return 0;
 }
 
+int run_val(const std::vector<std::string>& args) {
+  const TrainConfig config = yolotrain::engine::val_config(args);
+  yolotrain::lifecycle::ControlToken token;
+  yolotrain::lifecycle::SignalBinding signals(token);
+  const yolotrain::engine::ValidationReport r = yolotrain::engine::validate(config, &token);
+  std::cout << r.table(config.verbose);
+  std::printf("Speed: %.1f ms per image (%lld images in %.2f s)\n", r.images ? 1000.0 * r.seconds / double(r.images) : 0.0,
+              static_cast<long long>(r.images), r.seconds);
+  return 0;
+}
+
 int run_train(const std::vector<std::string>& args) {
   const TrainConfig config = TrainConfig::from_args(args);
   yolotrain::lifecycle::ControlToken token;
@@ -64,6 +78,7 @@ int run_train(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  yolotrain::engine::prefer_avx512_kernels();  // before ATen's first CPU kernel
   std::vector<std::string> args(argv + 1, argv + argc);
   for (const auto& a : args) {
     if (a == "--help" || a == "-h" || a == "help") {
@@ -78,8 +93,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (mode == "train") return run_train(args);
+    if (mode == "val") return run_val(args);
     if (mode == "export") return run_export(args);
-    throw yolotrain::engine::ConfigError("unknown mode '" + mode + "'; use train or export (see --help)");
+    throw yolotrain::engine::ConfigError("unknown mode '" + mode + "'; use train, val or export (see --help)");
   } catch (const yolotrain::engine::ConfigError& e) {
     std::cerr << "yolo_train: " << e.what() << std::endl;
     return 2;

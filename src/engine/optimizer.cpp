@@ -52,6 +52,14 @@ const at::Tensor* find(const lifecycle::NamedTensors& all, const std::string& na
   return nullptr;
 }
 
+}  // namespace
+
+at::Tensor shaped_like(const at::Tensor& param, const at::Tensor& value) {
+  return at::empty_like(param).copy_(value);
+}
+
+namespace {
+
 template <typename State>
 void load_adam_like(torch::optim::Optimizer& opt, const lifecycle::NamedTensors& all, const std::string& prefix) {
   auto& states = opt.state();
@@ -63,8 +71,8 @@ void load_adam_like(torch::optim::Optimizer& opt, const lifecycle::NamedTensors&
       if (step == nullptr) continue;
       auto st = std::make_unique<State>();
       st->step(step->item<std::int64_t>());
-      st->exp_avg(find(all, key + "exp_avg")->to(p.device()));
-      st->exp_avg_sq(find(all, key + "exp_avg_sq")->to(p.device()));
+      st->exp_avg(shaped_like(p, *find(all, key + "exp_avg")));
+      st->exp_avg_sq(shaped_like(p, *find(all, key + "exp_avg_sq")));
       states[lifecycle::optimizer_state_key(states, p)] = std::move(st);
     }
   }
@@ -163,7 +171,7 @@ void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& name,
         const at::Tensor* buf = find(all, prefix + std::to_string(index++) + ".momentum_buffer");
         if (buf == nullptr) continue;
         auto st = std::make_unique<torch::optim::SGDParamState>();
-        st->momentum_buffer(buf->to(p.device()));
+        st->momentum_buffer(shaped_like(p, *buf));
         states[lifecycle::optimizer_state_key(states, p)] = std::move(st);
       }
     }

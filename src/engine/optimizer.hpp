@@ -39,6 +39,11 @@ double group_lr(torch::optim::Optimizer& opt, std::size_t g);
 /// "<prefix><param index>.<field>", and back. Full precision.
 lifecycle::NamedTensors optimizer_state(torch::optim::Optimizer& opt, const std::string& name,
                                         const std::string& prefix);
+/// A fresh tensor with the parameter's device, dtype and memory format (channels_last for conv
+/// weights on the CPU) holding `value`: restored state then has the very layout the uninterrupted
+/// run had, so reductions over it (the gradient norm) add in the same order, bit for bit.
+at::Tensor shaped_like(const at::Tensor& param, const at::Tensor& value);
+
 void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& name, const lifecycle::NamedTensors& all,
                           const std::string& prefix);
 /// Moves the per-parameter state to the devices of its parameters, after the model moved (pause

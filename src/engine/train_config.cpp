@@ -62,7 +62,8 @@ const std::vector<Spec>& specs() {
       {"cos_lr", &C::cos_lr, "cosine learning-rate schedule"},
       {"close_mosaic", &C::close_mosaic, "last epochs trained without mosaic", 0, 1e6},
       {"resume", &C::resume, "false | true (newest checkpoint of the run folder) | a checkpoint path"},
-      {"amp", &C::amp, "mixed precision on CUDA"},
+      {"amp", &C::amp, "true: fp16 autocast + gradient scaler on CUDA (off on the CPU, as Ultralytics) | false | bf16: bfloat16 autocast (CPU or CUDA)",
+       -kInf, kInf, {"true", "false", "bf16"}},
       {"fraction", &C::fraction, "fraction of the training set to use", 1e-9, 1},
       {"freeze", &C::freeze, "'' | N (freeze the first N layers) | layer indices 0,1,2"},
       {"multi_scale", &C::multi_scale, "vary imgsz by +-50% per batch"},
@@ -70,6 +71,7 @@ const std::vector<Spec>& specs() {
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
       {"plots", &C::plots, "write plots"},
+      {"verbose", &C::verbose, "print a progress line per batch and the per-class table at the end"},
       {"lr0", &C::lr0, "initial learning rate", 1e-12, 10},
       {"lrf", &C::lrf, "final learning rate as a fraction of lr0", 0, 1},
       {"momentum", &C::momentum, "SGD momentum / Adam beta1", 0, 1},
@@ -165,7 +167,7 @@ double parse_double(const Spec& spec, const std::string& v) {
 
 std::string parse_string(const Spec& spec, const std::string& v) {
   const std::string key = spec.name;
-  if (key == "resume" || key == "pretrained" || key == "cache") {
+  if (key == "resume" || key == "pretrained" || key == "cache" || key == "amp") {
     const std::string l = lower(v);
     if (l == "true" || l == "false") return key == "cache" && l == "true" ? "ram" : l;
     if (is_none(v)) return "false";

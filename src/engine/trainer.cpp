@@ -1,29 +1,36 @@
 #include "yolotrain/engine/trainer.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/functional/upsampling.h>
 #include <torch/types.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
+#include "mixed_precision.hpp"
 #include "optimizer.hpp"
+#include "progress_line.hpp"
 #include "run_folder.hpp"
+#include "validation.hpp"
 #include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/loader.hpp"
+#include "yolotrain/data/rng.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/model_ema.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
-#include "yolotrain/metrics/nms.hpp"
-#include "yolotrain/metrics/validator.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
@@ -32,6 +39,13 @@ namespace yolotrain::engine {
 namespace fs = std::filesystem;
 namespace lc = lifecycle;
 using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double StepTimings::images_per_second() const {
+  const double busy = data_s + forward_s + loss_s + backward_s + optimizer_s;
+  return busy > 0 ? double(images) / busy : 0.0;
+}
 
 const char* to_string(RunOutcome outcome) noexcept {
   switch (outcome) {
@@ -114,6 +128,12 @@ struct Trainer::Run {
   Clock::time_point started = Clock::now(), last_save = Clock::now();
   std::optional<std::chrono::system_clock::time_point> deadline;
   RunResult result;
+  AmpMode amp = AmpMode::Off;
+  GradScaler scaler{false};
+  // The progress line: this epoch's timing in this process, the last batch's figures.
+  bool tty = isatty(STDOUT_FILENO) == 1, line_open = false;
+  Clock::time_point epoch_started = Clock::now(), last_print{};
+  std::int64_t epoch_batches = 0, epoch_images = 0, last_instances = 0, last_size = 0;
 
   std::int64_t step() const { return epoch * nb + batch; }
   void say(const std::string& line);
@@ -127,6 +147,12 @@ struct Trainer::Run {
   // force: save even if this step was saved (an epoch's end shares its step number with the
   // position "epoch trained, not validated" saved before validation).
   void checkpoint(bool wait, bool completed = false, bool force = false);
+  void freeze_layers();
+  at::Tensor multi_scale(const at::Tensor& img, std::int64_t ni) const;
+  void print_progress(bool epoch_end);
+  void publish_progress();
+  std::optional<ValidationReport> validation_pass();
+  void final_eval();
   void report_saved();
   void schedule(std::int64_t ni);
   std::int64_t accumulate_at(std::int64_t ni) const;
@@ -141,6 +167,8 @@ struct Trainer::Run {
 };
 
 void Trainer::Run::say(const std::string& line) {
+  if (line_open) std::cout << "\n";
+  line_open = false;
   std::cout << line << std::endl;
   if (log_file) log_file << line << std::endl;
 }
@@ -199,6 +227,20 @@ void Trainer::Run::load_data() {
   val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   say("train: " + train_set.report.summary());
   say("val: " + val_set.report.summary());
+  if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
+    const auto keep = static_cast<std::size_t>(std::llround(cfg.fraction * double(train_set.size())));
+    if (keep == 0) throw ConfigError("fraction=" + exact(cfg.fraction) + " leaves no training image of " +
+                                     std::to_string(train_set.size()));
+    train_set.records.resize(keep);
+    say("fraction=" + std::to_string(cfg.fraction) + ": training on the first " + std::to_string(keep) + " images");
+  }
+  if (cfg.single_cls) {  // every class becomes class 0, "item"
+    for (data::Dataset* set : {&train_set, &val_set}) {
+      for (auto& r : set->records) for (auto& b : r.boxes) b.cls = 0;
+      set->names = {"item"};
+    }
+    data_config.names = {"item"};
+  }
 }
 
 void Trainer::Run::build() {
@@ -216,10 +258,10 @@ void Trainer::Run::build() {
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   model = nn::DetectionModel(nn::DetectionModelOptions(cfg.model).nc(data_config.nc()).names(data_config.names));
   if (cfg.pretrained != "true" && cfg.pretrained != "false") nn::load_weights(*model, cfg.pretrained, false);
-  for (auto& p : model->named_parameters()) {
-    if (p.key().find(".dfl") != std::string::npos) p.value().requires_grad_(false);  // as Ultralytics
-  }
+  freeze_layers();
   model->to(device);
+  amp = amp_mode(cfg.amp, device);
+  scaler = GradScaler(amp == AmpMode::Fp16Scaled);
   // On the CPU, the measured faster layout (channels_last, docs/nn.md); batches follow it.
   memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
   nn::set_memory_format(*model, memory_format);
@@ -262,6 +304,29 @@ void Trainer::Run::build() {
       lc::CheckpointStoreOptions{run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
 }
 
+// As Ultralytics: the DFL conv always, plus `freeze` (the first N layers, or listed indices).
+void Trainer::Run::freeze_layers() {
+  std::vector<std::string> prefixes{".dfl"};
+  if (!cfg.freeze.empty()) {
+    std::vector<std::int64_t> layers;
+    if (cfg.freeze.find(',') == std::string::npos) {
+      for (std::int64_t i = 0; i < std::stoll(cfg.freeze); ++i) layers.push_back(i);
+    } else {
+      std::stringstream in(cfg.freeze);
+      for (std::string item; std::getline(in, item, ',');) layers.push_back(std::stoll(item));
+    }
+    for (auto i : layers) prefixes.push_back("model." + std::to_string(i) + ".");
+  }
+  std::int64_t frozen = 0;
+  for (auto& p : model->named_parameters()) {
+    bool freeze = false;
+    for (const auto& prefix : prefixes) freeze = freeze || p.key().find(prefix) != std::string::npos;
+    p.value().requires_grad_(!freeze);
+    frozen += freeze;
+  }
+  if (!cfg.freeze.empty()) say("freeze=" + cfg.freeze + ": " + std::to_string(frozen) + " parameter tensors frozen");
+}
+
 void Trainer::Run::restore() {
   const lc::Checkpoint& c = *resume_from;
   torch::NoGradGuard no_grad;
@@ -273,7 +338,7 @@ void Trainer::Run::restore() {
   load_optimizer_state(*optimizer, choice.name, c.tensors, "optim.");
   for (auto& p : model->named_parameters()) {
     for (const auto& [name, t] : c.tensors) {
-      if (name == "grad." + p.key()) p.value().mutable_grad() = t.to(device);
+      if (name == "grad." + p.key()) p.value().mutable_grad() = shaped_like(p.value(), t);
     }
   }
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -289,6 +354,8 @@ void Trainer::Run::restore() {
   ema->updates = std::stoll(extra(c.meta, "ema_updates"));
   best_fitness = std::strtod(extra(c.meta, "best_fitness", "-1").c_str(), nullptr);
   best_epoch = std::stoll(extra(c.meta, "best_epoch", "-1"));
+  scaler.scale_value = std::strtod(extra(c.meta, "scaler_scale", "0x1p+16").c_str(), nullptr);
+  scaler.growth_tracker = std::stoll(extra(c.meta, "scaler_growth_tracker", "0"));
   elapsed_before = std::strtod(extra(c.meta, "elapsed_s").c_str(), nullptr);
   results_csv = extra(c.meta, "results_csv", "");
   saved_step = step();
@@ -327,6 +394,8 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
                   {"momentum", exact(choice.momentum)},
                   {"warmup_bias_lr", exact(choice.warmup_bias_lr)},
                   {"elapsed_s", exact(elapsed)},
+                  {"scaler_scale", exact(scaler.scale_value)},
+                  {"scaler_growth_tracker", std::to_string(scaler.growth_tracker)},
                   {"results_csv", results_csv},
                   {"completed", completed ? "1" : "0"}};
   c.tensors = lc::host_snapshot(live, store->take_spare());
@@ -334,6 +403,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
 }
 
 void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
+  const auto t0 = Clock::now();
   if (cfg.save && (saved_step != step() || completed || force)) {
     store->save_async(snapshot(completed));
     saved_step = step();
@@ -341,6 +411,7 @@ void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
   }
   if (wait) store->wait();
   report_saved();
+  result.timings.checkpoint_s += seconds_since(t0);
 }
 
 void Trainer::Run::report_saved() {
@@ -372,8 +443,11 @@ void Trainer::Run::schedule(std::int64_t ni) {
 }
 
 void Trainer::Run::optimizer_step() {
-  torch::nn::utils::clip_grad_norm_(model->parameters(), 10.0);
-  optimizer->step();
+  const auto params = model->parameters();
+  const bool finite = scaler.unscale(params);
+  torch::nn::utils::clip_grad_norm_(params, 10.0);
+  if (finite) optimizer->step();  // the scaler skips a step with inf/NaN gradients
+  scaler.update(!finite);
   optimizer->zero_grad();
   ema->update(model);
 }
@@ -429,63 +503,143 @@ bool Trainer::Run::poll() {
   return true;
 }
 
+// Ultralytics' multi_scale: a size in [0.5, 1.5] imgsz (a multiple of the stride) per batch,
+// drawn from (seed, step) so that a resumed run draws the same.
+at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) const {
+  const std::int64_t gs = 32;
+  data::Rng rng(static_cast<std::uint64_t>(cfg.seed), 0x6d756c7469ull, static_cast<std::uint64_t>(ni));
+  const auto lo = static_cast<std::uint64_t>(cfg.imgsz / 2), hi = static_cast<std::uint64_t>(cfg.imgsz * 3 / 2 + gs);
+  const std::int64_t sz = static_cast<std::int64_t>(lo + rng.below(hi - lo)) / gs * gs;
+  const double sf = double(sz) / double(std::max(img.size(2), img.size(3)));
+  if (sf == 1.0) return img;
+  std::vector<std::int64_t> ns;
+  for (int d : {2, 3}) ns.push_back(static_cast<std::int64_t>(std::ceil(double(img.size(d)) * sf / gs)) * gs);
+  namespace F = torch::nn::functional;
+  return F::interpolate(img, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
+}
+
 void Trainer::Run::train_batch(const data::Batch& b) {
   const std::int64_t ni = step();
   schedule(ni);
+  auto t0 = Clock::now();
+  at::Tensor img = b.img.to(device);
+  if (cfg.multi_scale) img = multi_scale(img, ni);
   const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
-  const loss::LossOutput out = (*criterion)(model->forward(b.img.to(device).contiguous(memory_format)), targets);
-  out.total.backward();
+  std::vector<at::Tensor> feats;
+  {
+    AutocastScope autocast(amp, device);
+    feats = model->forward(img.contiguous(memory_format));
+  }
+  for (auto& f : feats) f = f.to(torch::kFloat);  // the loss runs in float32
+  result.timings.forward_s += seconds_since(t0);
+  t0 = Clock::now();
+  const loss::LossOutput out = (*criterion)(feats, targets);
+  result.timings.loss_s += seconds_since(t0);
+  t0 = Clock::now();
+  scaler.scale(out.total).backward();
+  result.timings.backward_s += seconds_since(t0);
   const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
   for (int i = 0; i < 3; ++i) tloss[i] = (tloss[i] * double(batch) + items[i].item<double>()) / double(batch + 1);
   if (ni - last_opt_step >= accumulate_at(ni)) {
+    t0 = Clock::now();
     optimizer_step();
+    result.timings.optimizer_s += seconds_since(t0);
     last_opt_step = ni;
   }
   ++batch;
+  ++result.timings.steps;
+  result.timings.images += b.img.size(0);
+  ++epoch_batches;
+  epoch_images += b.img.size(0);
+  last_instances = b.cls.size(0);
+  last_size = img.size(3);
+}
+
+void Trainer::Run::print_progress(bool epoch_end) {
+  if (!cfg.verbose) return;
+  const auto now = Clock::now();
+  if (!tty && !epoch_end && now - last_print < std::chrono::seconds(5)) return;  // logs: a line per 5 s
+  last_print = now;
+  const lc::CudaMemory mem = lc::cuda_memory();
+  ProgressFigures f;
+  f.epoch = epoch;
+  f.epochs = cfg.epochs;
+  f.gpu_mem_gb = mem.cuda ? double(mem.reserved) / 1e9 : 0.0;
+  f.losses = tloss;
+  f.instances = last_instances;
+  f.size = last_size;
+  f.batch = batch;
+  f.batches = nb;
+  f.elapsed_s = seconds_since(epoch_started);
+  f.timed_batches = epoch_batches;
+  const std::string line = progress_line(f);
+  if (tty) {
+    std::cout << "\r" << line << "\033[K" << std::flush;  // rewrite in place; clear leftovers
+    line_open = true;
+  } else {
+    std::cout << line << std::endl;
+  }
+  if (epoch_end) {
+    if (line_open) std::cout << std::endl;
+    line_open = false;
+    if (log_file) log_file << line << std::endl;
+  }
+}
+
+void Trainer::Run::publish_progress() {
+  status->set_metric("box_loss", tloss[0]);
+  status->set_metric("cls_loss", tloss[1]);
+  status->set_metric("dfl_loss", tloss[2]);
+  const double elapsed = seconds_since(epoch_started);
+  if (elapsed > 0) status->set_throughput(double(epoch_images) / elapsed, "images/s");
+  status->set_progress(step(), epoch);
+}
+
+std::optional<ValidationReport> Trainer::Run::validation_pass() {
+  const auto t0 = Clock::now();
+  ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format,
+                      cfg.iou, cfg.max_det, cfg.single_cls, &token};
+  std::optional<ValidationReport> report = run_validation(pass);
+  result.timings.validation_s += seconds_since(t0);
+  return report;
+}
+
+static void fill_validation(EpochMetrics& m, const ValidationReport& r) {
+  m.precision = r.metrics.mp;
+  m.recall = r.metrics.mr;
+  m.map50 = r.metrics.map50;
+  m.map = r.metrics.map;
+  m.fitness = r.metrics.fitness;
+  m.val_box_loss = r.loss[0];
+  m.val_cls_loss = r.loss[1];
+  m.val_dfl_loss = r.loss[2];
 }
 
 bool Trainer::Run::validate(EpochMetrics& m) {
-  torch::NoGradGuard no_grad;
-  nn::DetectionModel& net = ema->ema();
-  net->eval();
-  metrics::Validator validator(model->nc());
-  std::array<double, 3> vloss{0, 0, 0};
-  std::int64_t batches = 0;
-  metrics::NmsOptions nms;
-  nms.conf = 0.001;
-  nms.iou = cfg.iou;
-  nms.max_det = cfg.max_det;
-  nms.multi_label = true;
-  nms.agnostic = cfg.single_cls;
-  val_loader->seek(0, 0);
-  while (auto b = val_loader->next()) {
-    if (token.stop_requested()) return false;
-    const auto feats = net->forward(b->img.to(device).contiguous(memory_format));
-    const loss::Targets targets{b->batch_idx.to(device), b->cls.to(device), b->bboxes.to(device)};
-    const at::Tensor items = (*criterion)(feats, targets).items.to(torch::kCPU, torch::kDouble);
-    for (int i = 0; i < 3; ++i) vloss[i] += items[i].item<double>();
-    ++batches;
-    std::vector<at::Tensor> preds = metrics::non_max_suppression(net->head()->decode(feats), nms);
-    for (auto& p : preds) p = p.to(torch::kCPU);
-    std::vector<metrics::ImageInfo> infos;
-    for (std::size_t i = 0; i < b->ori_shape.size(); ++i) {
-      const auto& rp = b->ratio_pad[i];
-      infos.push_back({{b->ori_shape[i].first, b->ori_shape[i].second},
-                       metrics::RatioPad{{rp.ratio_h, rp.ratio_w}, {rp.pad_x, rp.pad_y}}});
-    }
-    validator.update(preds, b->batch_idx, b->cls, b->bboxes, {b->img.size(2), b->img.size(3)}, infos);
-  }
-  if (token.stop_requested()) return false;  // the loader's wait ended on the stop: not validated
-  const metrics::DetMetrics dm = validator.finalize();
-  m.precision = dm.mp;
-  m.recall = dm.mr;
-  m.map50 = dm.map50;
-  m.map = dm.map;
-  m.fitness = dm.fitness;
-  m.val_box_loss = vloss[0] / double(std::max<std::int64_t>(batches, 1));
-  m.val_cls_loss = vloss[1] / double(std::max<std::int64_t>(batches, 1));
-  m.val_dfl_loss = vloss[2] / double(std::max<std::int64_t>(batches, 1));
+  const std::optional<ValidationReport> report = validation_pass();
+  if (!report) return false;  // stopped inside validation
+  fill_validation(m, *report);
   return true;
+}
+
+// As Ultralytics' final_eval: validate best (read back from its file) and print the table.
+void Trainer::Run::final_eval() {
+  store->wait();
+  const fs::path best = run_dir / "weights" / "best.ytckpt";
+  if (!cfg.save || !fs::exists(best)) return;
+  const lc::Checkpoint c = lc::CheckpointStore::load(best);
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, t] : nn::state_dict(*ema->ema())) t.copy_(c.tensor("ema." + name));
+  }
+  say("validating " + best.string() + " (epoch " + std::to_string(best_epoch + 1) + ")");
+  const std::optional<ValidationReport> report = validation_pass();
+  if (!report) return;
+  say(report->table(cfg.verbose));
+  EpochMetrics m = last_metrics.value_or(EpochMetrics{});
+  m.epoch = best_epoch + 1;
+  fill_validation(m, *report);
+  last_metrics = m;
 }
 
 bool Trainer::Run::end_epoch(EpochMetrics& m) {
@@ -505,6 +659,10 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
                 static_cast<long long>(epoch + 1), static_cast<long long>(cfg.epochs), m.precision, m.recall,
                 m.map50, m.map, m.box_loss, m.cls_loss, m.dfl_loss);
   say(line);
+  for (const auto& [name, value] : {std::pair<const char*, double>{"precision", m.precision}, {"recall", m.recall},
+                                    {"map50", m.map50}, {"map50_95", m.map}, {"fitness", m.fitness}}) {
+    status->set_metric(name, value);
+  }
   const bool improved = m.fitness > best_fitness;
   if (improved) {
     best_fitness = m.fitness;
@@ -543,6 +701,7 @@ RunResult Trainer::Run::run() {
   build();
   status = std::make_unique<lc::RunStatus>(
       run_dir / "status.json", std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));
+  if (!cfg.metrics_file.empty()) status->set_textfile(cfg.metrics_file);
   if (resume_from) restore();
   resume_from.reset();
   lc::atomic_write(run_dir / "args.yaml", cfg.to_yaml());
@@ -555,15 +714,21 @@ RunResult Trainer::Run::run() {
   while (going && epoch < cfg.epochs) {
     train_loader->seek(static_cast<int>(epoch), batch);
     model->train();
+    epoch_started = Clock::now();
+    epoch_batches = epoch_images = 0;
+    if (cfg.verbose) say(progress_header());
     while (going && batch < nb) {
       if (!(going = poll())) break;
+      const auto waited = Clock::now();
       auto b = train_loader->next();
+      result.timings.data_s += seconds_since(waited);
       if (!b) {
         going = !token.stop_requested() || poll();  // a stop while waiting for data
         break;
       }
       train_batch(*b);
-      status->set_progress(step(), epoch);
+      print_progress(batch == nb);
+      publish_progress();
       if (cb.on_batch_end) cb.on_batch_end(progress());
     }
     if (!going) break;
@@ -585,6 +750,8 @@ RunResult Trainer::Run::run() {
     set_state(lc::RunState::Stopped);
   } else {
     if (result.reason.empty()) result.reason = "epochs done";
+    final_eval();
+    result.metrics = last_metrics;
     set_state(lc::RunState::Completed);
   }
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(epoch) +
@@ -621,6 +788,18 @@ RunResult Trainer::run(lc::ControlToken& token) {
   }
   if (callbacks_.on_train_end) callbacks_.on_train_end(result);
   return result;
+}
+
+bool prefer_avx512_kernels() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (!avx512 || std::getenv("ATEN_CPU_CAPABILITY") != nullptr) return false;
+  return setenv("ATEN_CPU_CAPABILITY", "avx512", 0) == 0;
+#else
+  return false;
+#endif
 }
 
 fs::path export_safetensors(const fs::path& checkpoint, const fs::path& out) {

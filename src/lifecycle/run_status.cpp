@@ -8,6 +8,7 @@
 
 #include "yolotrain/lifecycle/atomic_file.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "prometheus_text.hpp"
 
 namespace yolotrain::lifecycle {
 namespace {
@@ -42,7 +43,7 @@ std::int64_t resident_bytes() noexcept {
 }
 
 RunStatus::RunStatus(std::filesystem::path file, std::chrono::milliseconds interval)
-    : file_(std::move(file)), interval_(interval), started_(unix_now()) {}
+    : file_(std::move(file)), interval_(interval), started_(unix_now()), progressed_(started_) {}
 
 void RunStatus::set_state(RunState state) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -57,6 +58,7 @@ RunState RunStatus::state() const {
 
 void RunStatus::set_progress(std::int64_t step, std::int64_t epoch) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (step != step_) progressed_ = unix_now();
   step_ = step;
   epoch_ = epoch;
   if (std::chrono::steady_clock::now() - last_write_ >= interval_) write_locked();
@@ -93,6 +95,12 @@ void RunStatus::set_error(const std::string& message) {
   write_locked();
 }
 
+void RunStatus::set_textfile(const std::filesystem::path& path, const std::string& run) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  textfile_ = path;
+  run_label_ = run.empty() ? std::filesystem::absolute(file_).parent_path().string() : run;
+}
+
 void RunStatus::write() {
   std::lock_guard<std::mutex> lock(mutex_);
   write_locked();
@@ -116,6 +124,7 @@ void RunStatus::write_locked() {
   j["epoch"] = epoch_;
   j["started"] = started_;
   j["updated"] = unix_now();
+  j["progressed"] = progressed_;
   if (checkpoint_path_) {
     j["last_checkpoint"] = {{"path", *checkpoint_path_}, {"step", checkpoint_step_}, {"time", checkpoint_time_}};
   } else {
@@ -134,6 +143,7 @@ void RunStatus::write_locked() {
   j["error"] = error_ ? nlohmann::ordered_json(*error_) : nlohmann::ordered_json(nullptr);
   try {
     atomic_write(file_, j.dump(2) + "\n");
+    if (!textfile_.empty()) atomic_write(textfile_, prometheus_text(j, run_label_));
     write_error_.reset();
   } catch (const std::exception& e) {
     if (!write_error_ || *write_error_ != e.what()) std::cerr << "yolotrain: status: " << e.what() << "\n";

@@ -103,6 +103,21 @@ std::vector<int64_t> Validator::nt_per_class() const {
   return out;
 }
 
+std::vector<int64_t> Validator::nt_per_image() const {
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(nc_, 0)), 0);
+  for (const at::Tensor& image_cls : target_cls_) {  // one entry per image with labels
+    if (image_cls.numel() == 0) continue;
+    const at::Tensor u = std::get<0>(at::_unique(image_cls.to(at::kLong)));
+    const int64_t* p = u.data_ptr<int64_t>();
+    for (int64_t i = 0; i < u.numel(); ++i) {
+      if (p[i] < 0) continue;
+      if (static_cast<size_t>(p[i]) >= out.size()) out.resize(static_cast<size_t>(p[i]) + 1, 0);
+      ++out[static_cast<size_t>(p[i])];
+    }
+  }
+  return out;
+}
+
 at::Tensor Validator::tp() const { return cat_or_empty(tp_, {0, iouv_.numel()}, at::kBool); }
 at::Tensor Validator::conf() const { return cat_or_empty(conf_, {0}, at::kFloat); }
 at::Tensor Validator::pred_cls() const { return cat_or_empty(pred_cls_, {0}, at::kFloat); }

@@ -22,6 +22,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// In-process runs here are compared with yolo_train runs: use the same ATen kernels as it does.
+const bool same_kernels_as_yolo_train = yolotrain::engine::prefer_avx512_kernels();
+
 using yt::Finished;
 using yt::in_state;
 using yt::reached_step;

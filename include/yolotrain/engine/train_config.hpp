@@ -49,7 +49,7 @@ struct TrainConfig {
   bool cos_lr = false;
   std::int64_t close_mosaic = 10;
   std::string resume = "false";     ///< false | true | a checkpoint path
-  bool amp = true;
+  std::string amp = "true";         ///< true (fp16 + scaler on CUDA, off on CPU) | false | bf16
   double fraction = 1.0;
   std::string freeze = "";          ///< "" | N (first N layers) | comma-separated layer indices
   bool multi_scale = false;
@@ -57,6 +57,7 @@ struct TrainConfig {
   double iou = 0.7;
   std::int64_t max_det = 300;
   bool plots = true;
+  bool verbose = true;              ///< progress line per batch, per-class table at the end
   // --- hyper-parameters
   double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
   double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;

@@ -25,7 +25,9 @@ std::int64_t resident_bytes() noexcept;
 /// once on stderr and through last_error(); it never interrupts training.
 /// Fields: state, pid, step, epoch, started/updated (Unix seconds), last_checkpoint {path, step,
 /// time}, requests (what was asked and when), throughput, memory {rss_bytes, cuda...}, error,
-/// metrics (free-form numbers such as losses).
+/// metrics (free-form numbers such as losses), progressed (Unix time the step last advanced).
+/// With set_textfile(), every write also writes a Prometheus textfile (node_exporter's textfile
+/// collector) with the same figures.
 class RunStatus {
  public:
   explicit RunStatus(std::filesystem::path file,
@@ -46,6 +48,9 @@ class RunStatus {
   void note_request(const std::string& request);
   /// Records an error (the run failed, or a checkpoint write failed) and writes now.
   void set_error(const std::string& message);
+  /// Also writes the figures as a Prometheus textfile at `path` (atomically, on every write),
+  /// labelled run="<run>" (default: the folder holding the status file). Empty path: off.
+  void set_textfile(const std::filesystem::path& path, const std::string& run = "");
   /// Writes now.
   void write();
   /// Writes if `interval` passed since the last write.
@@ -62,7 +67,9 @@ class RunStatus {
   mutable std::mutex mutex_;
   RunState state_ = RunState::Starting;
   std::int64_t step_ = 0, epoch_ = 0;
-  double started_ = 0;
+  double started_ = 0, progressed_ = 0;
+  std::filesystem::path textfile_;
+  std::string run_label_;
   std::chrono::steady_clock::time_point last_write_{};
   std::optional<std::pair<double, std::string>> throughput_;
   std::map<std::string, double> metrics_;

@@ -48,6 +48,8 @@ class Validator {
   int64_t seen() const { return seen_; }
   /// Ground-truth boxes per class over the images seen.
   std::vector<int64_t> nt_per_class() const;
+  /// Images holding at least one box of each class (the "Images" column of Ultralytics' table).
+  std::vector<int64_t> nt_per_image() const;
 
   /// Accumulated statistics, concatenated: tp [N, 10] bool, conf [N], pred_cls [N],
   /// target_cls [M].

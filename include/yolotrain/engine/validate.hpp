@@ -1,0 +1,40 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "yolotrain/engine/train_config.hpp"
+#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/metrics/det_metrics.hpp"
+
+namespace yolotrain::engine {
+
+/// The figures of one validation pass, as Ultralytics' DetectionValidator reports them.
+struct ValidationReport {
+  metrics::DetMetrics metrics;
+  std::vector<std::string> names;            ///< class names
+  std::int64_t images = 0;                   ///< images validated
+  std::vector<std::int64_t> instances_per_class;  ///< labelled boxes per class
+  std::vector<std::int64_t> images_per_class;     ///< images holding the class
+  std::array<double, 3> loss{0, 0, 0};       ///< mean box, cls, dfl loss (0 when not computed)
+  double seconds = 0;                        ///< wall time of the pass
+  /// Ultralytics' table: the header, the "all" row and, with `per_class`, one row per class
+  /// seen in the labels.
+  std::string table(bool per_class = true) const;
+};
+
+/// `yolo_train val`: validates weights on a dataset and returns the report. `cfg.model` is a
+/// yolo_train checkpoint (`.ytckpt`: its EMA weights) or a `.safetensors` file with Ultralytics'
+/// names (the scale and nc are read from the tensor shapes); `cfg.data` names the dataset (its
+/// `val` split, else `train`); `imgsz`, `batch`, `iou`, `max_det`, `single_cls`, `device`,
+/// `workers` and `threads` apply. A stop requested on `token` ends the pass early with an
+/// Error. Throws ConfigError for a missing file, weights that do not fit, or a bad dataset.
+ValidationReport validate(const TrainConfig& cfg, const lifecycle::ControlToken* token = nullptr);
+
+/// The arguments `yolo_train val` uses: those stored in a checkpoint (`model=*.ytckpt`), so that
+/// it validates as the run did, then `args` (key=value) on top.
+TrainConfig val_config(const std::vector<std::string>& args);
+
+}  // namespace yolotrain::engine

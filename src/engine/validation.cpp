@@ -1,0 +1,223 @@
+#include "validation.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "yolotrain/data/data_config.hpp"
+#include "yolotrain/data/dataset.hpp"
+#include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/metrics/nms.hpp"
+#include "yolotrain/metrics/validator.hpp"
+#include "yolotrain/nn/memory_format.hpp"
+#include "yolotrain/nn/weights.hpp"
+
+namespace yolotrain::engine {
+namespace fs = std::filesystem;
+namespace lc = lifecycle;
+
+namespace {
+
+std::vector<metrics::ImageInfo> image_infos(const data::Batch& b) {
+  std::vector<metrics::ImageInfo> infos;
+  for (std::size_t i = 0; i < b.ori_shape.size(); ++i) {
+    const auto& rp = b.ratio_pad[i];
+    infos.push_back({{b.ori_shape[i].first, b.ori_shape[i].second},
+                     metrics::RatioPad{{rp.ratio_h, rp.ratio_w}, {rp.pad_x, rp.pad_y}}});
+  }
+  return infos;
+}
+
+// Ultralytics' row: "%22s" + "%11i" * 2 + "%11.3g" * 4.
+std::string table_row(const std::string& name, std::int64_t images, std::int64_t instances,
+                      const std::array<double, 4>& v) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", name.c_str(),
+                static_cast<long long>(images), static_cast<long long>(instances), v[0], v[1], v[2], v[3]);
+  return buf;
+}
+
+std::int64_t at_or_zero(const std::vector<std::int64_t>& v, std::int64_t i) {
+  return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)] : 0;
+}
+
+}  // namespace
+
+std::string ValidationReport::table(bool per_class) const {
+  char header[160];
+  std::snprintf(header, sizeof(header), "%22s%11s%11s%11s%11s%11s%11s\n", "Class", "Images", "Instances", "Box(P", "R",
+                "mAP50", "mAP50-95)");
+  std::int64_t instances = 0;
+  for (auto n : instances_per_class) instances += n;
+  std::string out = header;
+  out += table_row("all", images, instances, {metrics.mp, metrics.mr, metrics.map50, metrics.map});
+  if (!per_class || names.size() < 2) return out;
+  for (std::size_t i = 0; i < metrics.ap_class_index.size(); ++i) {
+    const std::int64_t c = metrics.ap_class_index[i];
+    const std::string name = c >= 0 && static_cast<std::size_t>(c) < names.size() ? names[c] : std::to_string(c);
+    out += table_row(name, at_or_zero(images_per_class, c), at_or_zero(instances_per_class, c),
+                     {metrics.p[i], metrics.r[i], metrics.ap50[i], metrics.ap[i]});
+  }
+  return out;
+}
+
+std::optional<ValidationReport> run_validation(ValidationPass pass) {
+  const auto started = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  const bool was_training = pass.net->is_training();
+  pass.net->eval();
+  metrics::Validator validator(pass.net->nc());
+  metrics::NmsOptions nms;
+  nms.conf = 0.001;
+  nms.iou = pass.iou;
+  nms.max_det = pass.max_det;
+  nms.multi_label = true;
+  nms.agnostic = pass.agnostic;
+  ValidationReport report;
+  std::int64_t batches = 0;
+  auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
+  pass.loader->seek(0, 0);
+  while (auto b = pass.loader->next()) {
+    if (stopped()) break;
+    const auto feats = pass.net->forward(b->img.to(pass.device).contiguous(pass.memory_format));
+    if (pass.criterion) {
+      const loss::Targets targets{b->batch_idx.to(pass.device), b->cls.to(pass.device), b->bboxes.to(pass.device)};
+      const at::Tensor items = (*pass.criterion)(feats, targets).items.to(torch::kCPU, torch::kDouble);
+      for (int i = 0; i < 3; ++i) report.loss[i] += items[i].item<double>();
+    }
+    ++batches;
+    std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->decode(feats), nms);
+    for (auto& p : preds) p = p.to(torch::kCPU);
+    validator.update(preds, b->batch_idx, b->cls, b->bboxes, {b->img.size(2), b->img.size(3)}, image_infos(*b));
+  }
+  if (was_training) pass.net->train();
+  if (stopped()) return std::nullopt;  // a loader wait ended on the stop, or the loop broke: not validated
+  for (auto& l : report.loss) l /= double(std::max<std::int64_t>(batches, 1));
+  report.metrics = validator.finalize();
+  report.names = pass.net->names();
+  report.images = validator.seen();
+  report.instances_per_class = validator.nt_per_class();
+  report.images_per_class = validator.nt_per_image();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The scale letter from the stem's first conv (Ultralytics' widths 0.25 ... 1.25 of 64).
+std::string scale_from_width(std::int64_t width, const std::string& source) {
+  switch (width) {
+    case 16: return "n";
+    case 32: return "s";
+    case 48: return "m";
+    case 64: return "l";
+    case 80: return "x";
+  }
+  throw ConfigError(source + ": model.0.conv.weight has " + std::to_string(width) +
+                    " channels, which is no YOLOv8 scale (16 n, 32 s, 48 m, 64 l, 80 x)");
+}
+
+// nc from the last classification conv of the head (cv3.0.2: nc output channels).
+std::int64_t nc_from_weights(const nn::NamedTensors& w, const std::string& source) {
+  for (const auto& [name, t] : w) {
+    if (ends_with(name, ".cv3.0.2.weight")) return t.size(0);
+  }
+  throw ConfigError(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 detection weights?");
+}
+
+struct LoadedWeights {
+  nn::NamedTensors tensors;
+  std::string model_yaml;
+};
+
+LoadedWeights load_val_weights(const TrainConfig& cfg) {
+  const fs::path path(cfg.model);
+  if (!fs::is_regular_file(path)) {
+    throw ConfigError("model=" + cfg.model + ": no such file; give a .ytckpt checkpoint or .safetensors weights");
+  }
+  LoadedWeights out;
+  if (ends_with(cfg.model, ".ytckpt")) {
+    const lc::Checkpoint c = lc::CheckpointStore::load(path);
+    for (const auto& [name, t] : c.tensors) {
+      if (name.rfind("ema.", 0) == 0) out.tensors.emplace_back(name.substr(4), t);
+    }
+    TrainConfig stored;
+    stored.load_yaml_text(c.meta.config, cfg.model);
+    out.model_yaml = stored.model;
+  } else {
+    out.tensors = nn::read_safetensors(path);
+  }
+  if (out.tensors.empty()) throw ConfigError("model=" + cfg.model + " holds no weights");
+  if (out.model_yaml.empty() || ends_with(out.model_yaml, ".ytckpt") || ends_with(out.model_yaml, ".safetensors")) {
+    for (const auto& [name, t] : out.tensors) {
+      if (name == "model.0.conv.weight") out.model_yaml = "yolov8" + scale_from_width(t.size(0), cfg.model) + ".yaml";
+    }
+    if (out.model_yaml.empty()) throw ConfigError("model=" + cfg.model + ": no model.0.conv.weight; not YOLOv8 weights");
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainConfig val_config(const std::vector<std::string>& args) {
+  TrainConfig cfg;
+  for (const auto& a : args) {
+    if (a.rfind("model=", 0) == 0 && ends_with(a, ".ytckpt") && fs::is_regular_file(a.substr(6))) {
+      cfg.load_yaml_text(lc::CheckpointStore::load(a.substr(6)).meta.config, a.substr(6));
+    }
+  }
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) throw ConfigError("'" + a + "': arguments are key=value (see yolo_train --help)");
+    cfg.set(a.substr(0, eq), a.substr(eq + 1));
+  }
+  return cfg;
+}
+
+ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
+  const LoadedWeights weights = load_val_weights(cfg);
+  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  else torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const fs::path yaml(cfg.data);
+  if (!fs::is_regular_file(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
+  const data::DataConfig data_config = data::load_data_yaml(yaml);
+  data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
+  const std::int64_t nc = nc_from_weights(weights.tensors, cfg.model);
+  std::vector<std::string> names = data_config.names;
+  if (cfg.single_cls) names = {"item"};
+  if (static_cast<std::int64_t>(names.size()) != nc) {
+    throw ConfigError("model=" + cfg.model + " predicts " + std::to_string(nc) + " classes but data=" + cfg.data +
+                      " has " + std::to_string(names.size()) + "; validate on the dataset it was trained on");
+  }
+  if (cfg.single_cls) {
+    for (auto& r : set.records) for (auto& b : r.boxes) b.cls = 0;
+  }
+  const bool cuda = cfg.device.rfind("cuda", 0) == 0;
+  const torch::Device device = cuda ? torch::Device(cfg.device) : torch::Device(torch::kCPU);
+  nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names));
+  nn::load_state_dict(*net, weights.tensors, true, cfg.model);
+  net->to(device);
+  const c10::MemoryFormat format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
+  nn::set_memory_format(*net, format);
+  data::LoaderOptions opts;
+  opts.batch = static_cast<int>(cfg.batch);
+  opts.imgsz = static_cast<int>((cfg.imgsz + 31) / 32 * 32);
+  opts.workers = static_cast<int>(std::min<std::int64_t>(cfg.workers, std::max(1u, std::thread::hardware_concurrency())));
+  opts.augment = false;
+  opts.shuffle = false;
+  opts.rect = true;
+  opts.token = token;
+  data::Loader loader(set, opts);
+  loss::DetectionLoss criterion(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token};
+  std::optional<ValidationReport> report = run_validation(pass);
+  if (!report) throw Error("validation stopped before it finished");
+  return *report;
+}
+
+}  // namespace yolotrain::engine

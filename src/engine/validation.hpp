@@ -1,0 +1,32 @@
+#pragma once
+
+#include <torch/types.h>
+
+#include <optional>
+
+#include "yolotrain/data/loader.hpp"
+#include "yolotrain/engine/validate.hpp"
+#include "yolotrain/loss/detection_loss.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+
+namespace yolotrain::engine {
+
+/// One validation pass over a loader (as Ultralytics' DetectionValidator): eval mode, NMS at
+/// conf 0.001 with multi-label, statistics on the original image sizes, and the loss on the raw
+/// outputs when a criterion is given.
+struct ValidationPass {
+  nn::DetectionModel net;
+  data::Loader* loader = nullptr;
+  loss::DetectionLoss* criterion = nullptr;  ///< null: no validation loss
+  torch::Device device{torch::kCPU};
+  c10::MemoryFormat memory_format = c10::MemoryFormat::Contiguous;
+  double iou = 0.7;
+  std::int64_t max_det = 300;
+  bool agnostic = false;
+  const lifecycle::ControlToken* token = nullptr;  ///< a stop ends the pass
+};
+
+/// Runs the pass; nothing when a stop was requested before it finished.
+std::optional<ValidationReport> run_validation(ValidationPass pass);
+
+}  // namespace yolotrain::engine
