@@ -184,13 +184,25 @@ void Trainer::Run::find_resume_checkpoint() {
     return;
   }
   fs::path target = cfg.resume == "true" ? fs::path(cfg.project) / cfg.name : fs::path(cfg.resume);
+  if (cfg.resume == "true") {  // Ultralytics' form: model=.../weights/last.pt resume=True
+    const fs::path model(cfg.model);
+    if (model.extension() == ".ytckpt" && fs::is_regular_file(model)) target = model;
+    if (model.extension() == ".pt" && !fs::exists(model) && model.parent_path().filename() == "weights") {
+      target = model.parent_path().parent_path();
+      std::cout << "resume: " << cfg.model << " does not exist (yolo_train's checkpoints are "
+                << "weights/last-<step>.ytckpt); resuming the newest checkpoint of " << target.string() << std::endl;
+    }
+  }
   if (fs::is_regular_file(target)) {
     resume_from = lc::CheckpointStore::load(target);
     run_dir = target.parent_path().parent_path();
   } else {
     lc::CheckpointStore probe({target / "weights", 2, "", "last", {}});
     lc::LoadResult found = probe.load_latest();
-    for (const auto& s : found.skipped) std::cout << "resume: skipping " << s.reason << std::endl;
+    for (const auto& s : found.skipped) {
+      std::cout << "resume: skipping " << s.path.string() << " (" << s.reason << "); trying the previous one"
+                << std::endl;
+    }
     if (!found.checkpoint && !found.skipped.empty()) {
       throw Error("resume: no usable checkpoint in " + (target / "weights").string() +
                   " (see above); move the damaged files away to start over");

@@ -206,3 +206,120 @@ TEST_CASE("yolo_train survives SIGKILL at random moments and resumes exactly", "
   CHECK((f.code == 0 || finished_already));
   CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
 }
+
+TEST_CASE("bad values and unusable datasets exit 2 and imgsz is rounded up", "[integration]") {
+  yt::TempDir tmp;
+  fs::create_directories(tmp / "empty" / "images" / "train");
+  yolotrain::lifecycle::atomic_write(tmp / "empty" / "images" / "train" / "broken.jpg", "not a jpeg");
+  yolotrain::lifecycle::atomic_write(tmp / "empty" / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a]\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {train_args(tmp / "p", {"batch=0"}), "batch"},
+      {train_args(tmp / "p", {"data=" + (tmp / "empty" / "data.yaml").string()}), "no usable image"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Finished f = run_to_end(args, tmp / "out.txt");
+    INFO(f.output);
+    CHECK(f.code == 2);
+    CHECK_THAT(f.output, Catch::Contains(message));
+  }
+  const Finished f = run_to_end(train_args(tmp / "q", {"imgsz=100", "epochs=1", "fraction=0.5"}), tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("imgsz=100 must be a multiple of 32, updating to 128"));
+  CHECK_THAT(f.output, Catch::Contains("training on the first 8 images"));
+}
+
+TEST_CASE("a corrupt newest checkpoint falls back to the previous one and still resumes exactly", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path(), {"save_interval=0.01"}), tmp / "out1.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 5); }, 120s));
+  kill(child.pid, SIGTERM);
+  CHECK(yt::wait_exit(child, 120s) == 143);
+  yolotrain::lifecycle::CheckpointStore store({dir / "weights", 2, "", "last", {}});
+  const auto files = store.checkpoints();
+  REQUIRE(files.size() == 2);
+  std::string bytes = yt::slurp(files.front());
+  bytes[bytes.size() / 2] ^= 0x5a;  // one flipped byte in the payload
+  yolotrain::lifecycle::atomic_write(files.front(), bytes);
+  const Finished resumed = run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resume: skipping"));
+  CHECK_THAT(resumed.output, Catch::Contains(files.front().filename().string()));
+  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the run", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out1.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 3); }, 120s));
+  kill(child.pid, SIGINT);
+  CHECK(yt::wait_exit(child, 120s) == 130);
+  const Finished resumed = run_to_end({YOLO_TRAIN_PATH, "model=" + (dir / "weights" / "last.pt").string(), "resume=True"},
+                                      tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("yolo_train val and export work on a finished run and the textfile reports it", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path prom = tmp / "yolotrain.prom";
+  const Finished f = run_to_end(
+      train_args(tmp.path(), {"epochs=1", "metrics_file=" + prom.string(), "freeze=3", "single_cls=true", "amp=bf16",
+                              "multi_scale=true"}),
+      tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("freeze=3: "));
+  CHECK_THAT(f.output, Catch::Contains("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"));
+  CHECK_THAT(f.output, Catch::Contains("1/1"));
+  CHECK_THAT(f.output, Catch::Contains("                 Class     Images  Instances      Box(P"));
+  const std::string text = yt::slurp(prom);
+  CHECK_THAT(text, Catch::Contains("state=\"completed\"} 1"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_step{"));
+  const fs::path best = tmp / "run" / "weights" / "best.ytckpt";
+  const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + best.string()}, tmp / "val.txt");
+  INFO(val.output);
+  CHECK(val.code == 0);
+  CHECK_THAT(val.output, Catch::Contains("                   all          8"));
+  REQUIRE(run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / "export.txt").code == 0);
+  const Finished val2 = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "run" / "weights" / "best.safetensors").string(),
+                                    "data=" + dataset().string(), "imgsz=64", "batch=4", "threads=1", "single_cls=true"},
+                                   tmp / "val2.txt");
+  INFO(val2.output);
+  CHECK(val2.code == 0);
+  // The same weights and settings give the same table from either file.
+  const auto table = [](const std::string& out) { return out.substr(0, out.find("Speed:")); };
+  CHECK(table(val2.output) == table(val.output));
+  const Finished bad = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "nope.ytckpt").string()}, tmp / "bad.txt");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("no such file"));
+}
+
+TEST_CASE("yolo_train trains on coco8 end to end", "[integration]") {
+  const fs::path coco8 = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "coco8" / "data.yaml";
+  if (!fs::exists(coco8)) {
+    WARN("skipped: " << coco8.string() << " is absent (the shared datasets folder is not beside the checkout)");
+    return;
+  }
+  yt::TempDir tmp;
+  const Finished f = run_to_end({YOLO_TRAIN_PATH, "data=" + coco8.string(), "epochs=2", "imgsz=96", "batch=4",
+                                 "threads=1", "project=" + tmp.path().string(), "name=coco8"},
+                                tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  const std::string csv = yt::slurp(tmp / "coco8" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  const auto j = status_of(tmp / "coco8");
+  CHECK(j["state"] == "completed");
+  CHECK(j["step"] == 2);
+  const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "coco8" / "weights" / "best.ytckpt").string()},
+                                  tmp / "val.txt");
+  INFO(val.output);
+  CHECK(val.code == 0);
+  CHECK_THAT(val.output, Catch::Contains("                   all          4         17"));
+}

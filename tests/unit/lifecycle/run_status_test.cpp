@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -64,4 +65,48 @@ TEST_CASE("a status that cannot be written never stops the run", "[lifecycle]") 
   lc::RunStatus status("/nonexistent-folder/status.json", 1h);
   CHECK_NOTHROW(status.set_state(lc::RunState::Running));
   CHECK_THAT(status.last_error().value(), Catch::Contains("/nonexistent-folder/status.json"));
+}
+
+TEST_CASE("the Prometheus textfile carries state and progress and checkpoint time and losses", "[lifecycle]") {
+  yolotrain::test::TempDir dir;
+  lc::RunStatus status(dir / "status.json", 1h);
+  status.set_textfile(dir / "yolotrain.prom", "my\"run");
+  status.set_progress(7, 1);
+  status.set_throughput(12.5, "images/s");
+  status.set_metric("box_loss", 1.25);
+  status.set_checkpoint(dir / "last.ytckpt", 7, 1700000000.5);
+  status.set_state(lc::RunState::Paused);
+  const std::string text = yolotrain::test::slurp(dir / "yolotrain.prom");
+  CHECK_THAT(text, Catch::Contains("# TYPE yolotrain_state gauge"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_state{run=\"my\\\"run\",state=\"paused\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_state{run=\"my\\\"run\",state=\"running\"} 0\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_step{run=\"my\\\"run\"} 7\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_epoch{run=\"my\\\"run\"} 1\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_last_checkpoint_timestamp_seconds{run=\"my\\\"run\"} 1700000000.5\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_images_per_second{run=\"my\\\"run\"} 12.5\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_box_loss{run=\"my\\\"run\"} 1.25\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_last_progress_timestamp_seconds{"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_resident_memory_bytes{"));
+  // Every sample line is "name{labels} number".
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    CAPTURE(line);
+    const auto space = line.rfind(' ');
+    REQUIRE(space != std::string::npos);
+    CHECK(line[space - 1] == '}');
+    CHECK_NOTHROW(std::stod(line.substr(space + 1)));
+  }
+}
+
+TEST_CASE("the last progress time moves only when the step advances", "[lifecycle]") {
+  yolotrain::test::TempDir dir;
+  lc::RunStatus status(dir / "status.json", 0ms);
+  status.set_progress(1, 0);
+  const double first = read_status(dir / "status.json")["progressed"];
+  std::this_thread::sleep_for(20ms);
+  status.set_progress(1, 0);
+  CHECK(read_status(dir / "status.json")["progressed"] == first);
+  status.set_progress(2, 0);
+  CHECK(read_status(dir / "status.json")["progressed"].get<double>() > first);
 }

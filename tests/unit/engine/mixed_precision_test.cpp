@@ -1,0 +1,55 @@
+#include <ATen/ATen.h>
+
+#include "mixed_precision.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+namespace en = yolotrain::engine;
+
+TEST_CASE("amp=true means fp16 with a scaler on CUDA and nothing on the CPU", "[engine]") {
+  CHECK(en::amp_mode("true", torch::Device(torch::kCPU)) == en::AmpMode::Off);
+  CHECK(en::amp_mode("true", torch::Device("cuda:0")) == en::AmpMode::Fp16Scaled);
+  CHECK(en::amp_mode("bf16", torch::Device(torch::kCPU)) == en::AmpMode::Bf16);
+  CHECK(en::amp_mode("false", torch::Device("cuda:0")) == en::AmpMode::Off);
+}
+
+TEST_CASE("bf16 autocast runs convolutions in bfloat16 only inside its scope", "[engine]") {
+  const at::Tensor x = at::rand({1, 3, 8, 8});
+  const at::Tensor w = at::rand({4, 3, 3, 3});
+  {
+    en::AutocastScope scope(en::AmpMode::Bf16, torch::Device(torch::kCPU));
+    CHECK(at::conv2d(x, w).scalar_type() == at::kBFloat16);
+  }
+  CHECK(at::conv2d(x, w).scalar_type() == at::kFloat);
+  {
+    en::AutocastScope off(en::AmpMode::Off, torch::Device(torch::kCPU));
+    CHECK(at::conv2d(x, w).scalar_type() == at::kFloat);
+  }
+}
+
+TEST_CASE("the gradient scaler unscales and skips steps with inf and grows its scale", "[engine]") {
+  at::Tensor p = at::zeros({3}).requires_grad_(true);
+  en::GradScaler scaler(true);
+  scaler.scale(p.sum() * 2).backward();
+  CHECK(p.grad()[0].item<float>() == 2.0f * 65536.0f);
+  CHECK(scaler.unscale({p}));
+  CHECK(p.grad()[0].item<float>() == 2.0f);
+  scaler.update(false);
+  CHECK(scaler.scale_value == 65536.0);
+  CHECK(scaler.growth_tracker == 1);
+
+  p.mutable_grad()[1] = std::numeric_limits<float>::infinity();
+  CHECK_FALSE(scaler.unscale({p}));
+  scaler.update(true);
+  CHECK(scaler.scale_value == 32768.0);
+  CHECK(scaler.growth_tracker == 0);
+  for (int i = 0; i < 2000; ++i) scaler.update(false);
+  CHECK(scaler.scale_value == 65536.0);
+
+  en::GradScaler off(false);
+  const at::Tensor loss = at::ones({});
+  CHECK(off.scale(loss).item<float>() == 1.0f);
+  CHECK(off.unscale({p}));
+}
