@@ -110,7 +110,7 @@ Diagnosis PeerMonitor::diagnose() {
     } else if (a.present && a.beat == b.beat) {
       gone.push_back(r);
       parts.push_back("rank " + std::to_string(r) + " is gone or stopped answering (no heartbeat for " + ms_text(wait) +
-                      "; it was at collective #" + std::to_string(b.seq) + ")");
+                      "; its last heartbeat was sent during collective #" + std::to_string(b.seq) + ")");
     } else if (b.seq < mine) {
       behind.push_back(r);
       parts.push_back("rank " + std::to_string(r) + " is alive but has not reached collective #" +
