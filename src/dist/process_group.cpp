@@ -177,9 +177,8 @@ void ProcessGroup::Impl::connect() {
   monitor = std::make_unique<detail::PeerMonitor>(c10::make_intrusive<c10d::PrefixStore>("yolotrain", store),
                                                   env.rank, env.world_size, heartbeat_interval(opt), store_is_rank0);
   if (opt.watchdog) {
-    watchdog = std::make_unique<Watchdog>(opt.watchdog_grace, Watchdog::OnExpire{}, [this] {
-      return "rank " + std::to_string(env.rank) + ": " + monitor->diagnose().text;
-    });
+    watchdog = std::make_unique<Watchdog>(opt.watchdog_grace, Watchdog::OnExpire{},
+                                          [this] { return monitor->diagnose().text; });
   }
 }
 
