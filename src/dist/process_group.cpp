@@ -125,13 +125,16 @@ struct ProcessGroup::Impl {
   std::uint64_t collectives = 0;
   std::optional<CollectiveError> failure;
 
-  void connect();
+  void connect_store();
+  void create_backend();
+  void start_monitoring();
   [[noreturn]] void fail(const std::string& label, const std::string& cause);
   void run(const char* op, const char* what, const std::function<c10::intrusive_ptr<c10d::Work>()>& start);
   void all_reduce_sum(at::Tensor& flat, const char* what);
 };
 
-void ProcessGroup::Impl::connect() {
+/// TCPStore (a client of torchrun's, or served by rank 0) under /worker/attempt_<n>.
+void ProcessGroup::Impl::connect_store() {
   c10d::TCPStoreOptions so;
   so.port = env.master_port;
   so.isServer = !env.use_agent_store && env.rank == 0;
@@ -151,6 +154,10 @@ void ProcessGroup::Impl::connect() {
                              : " (check MASTER_ADDR/MASTER_PORT and that every rank was started)"));
   }
   store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env.restart_count), tcp);
+}
+
+/// Gloo (or NCCL) on the store; blocks until every rank has connected.
+void ProcessGroup::Impl::create_backend() {
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("yolotrain/pg", store);
   try {
     if (opt.backend == Backend::Nccl) {
@@ -173,6 +180,10 @@ void ProcessGroup::Impl::connect() {
     throw Error("dist: rank " + std::to_string(env.rank) + " could not connect to the other ranks: " +
                 message_of(e) + " (set GLOO_SOCKET_IFNAME to the network interface the ranks share)");
   }
+}
+
+/// Heartbeats (to name a missing rank) and the watchdog.
+void ProcessGroup::Impl::start_monitoring() {
   const bool store_is_rank0 = !env.use_agent_store;
   monitor = std::make_unique<detail::PeerMonitor>(c10::make_intrusive<c10d::PrefixStore>("yolotrain", store),
                                                   env.rank, env.world_size, heartbeat_interval(opt), store_is_rank0);
@@ -226,11 +237,12 @@ ProcessGroup::ProcessGroup(const DistEnv& env, ProcessGroupOptions options) : im
   impl_->env = env;
   impl_->opt = options;
   LifecycleSignalsBlocked blocked;  // c10d's and Gloo's threads inherit the mask
-  impl_->connect();
+  impl_->connect_store();
+  impl_->create_backend();
+  impl_->start_monitoring();
 }
 
 ProcessGroup::~ProcessGroup() {
-  LifecycleSignalsBlocked blocked;
   impl_->watchdog.reset();
   impl_->monitor.reset();
   impl_->pg.reset();
