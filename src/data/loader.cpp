@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -56,6 +57,11 @@ struct Loader::Impl {
   std::vector<std::thread> threads;
   std::mutex join_mutex;  // stop() may be called from another thread and again by the destructor
 
+  /// Global position (into the epoch's order) of this rank's local position `local`.
+  std::size_t global(std::size_t local) const {
+    return static_cast<std::size_t>(opt.rank) + static_cast<std::size_t>(opt.world_size) * local;
+  }
+
   std::pair<int, int> shape_of(std::size_t position) const {
     return opt.rect ? shapes[position / opt.batch] : std::make_pair(opt.imgsz, opt.imgsz);
   }
@@ -87,7 +93,7 @@ struct Loader::Impl {
       const std::size_t index = order[pos];
       const auto shape = shape_of(pos);
       lock.unlock();
-      Slot slot = produce(ep, pos, index, shape);
+      Slot slot = produce(ep, global(pos), index, shape);
       lock.lock();
       if (gen == generation) {
         ready[pos] = std::move(slot);
@@ -100,7 +106,7 @@ struct Loader::Impl {
 
   /// Waits for sample `pos`; nothing when the token asks to stop first (the sample stays queued).
   std::optional<Slot> take(std::size_t pos) {
-    if (threads.empty()) return produce(epoch, pos, order[pos], shape_of(pos));
+    if (threads.empty()) return produce(epoch, global(pos), order[pos], shape_of(pos));
     std::unique_lock<std::mutex> lock(mutex);
     const auto poll = std::chrono::milliseconds(opt.token ? 10 : 1000);
     while (!stopping && !ready.count(pos)) {
@@ -118,6 +124,9 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : impl_(std::make_
     throw Error("data loader: imgsz " + std::to_string(options.imgsz) + " must be a multiple of stride " +
                 std::to_string(options.stride));
   if (dataset.records.empty()) throw Error("data loader: the dataset has no images");
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size)
+    throw Error("data loader: rank " + std::to_string(options.rank) + " of world_size " +
+                std::to_string(options.world_size) + " is not a valid shard (0 <= rank < world_size)");
   Impl& d = *impl_;
   d.dataset = dataset;
   d.opt = options;
@@ -152,6 +161,12 @@ void Loader::seek(int epoch, std::int64_t batch_index) {
     d.epoch = epoch;
     d.batch = batch_index;
     d.order = detail::epoch_order(d.dataset, d.opt, epoch);
+    if (d.opt.world_size > 1) {
+      std::vector<std::size_t> shard;
+      for (std::size_t p : shard_positions(d.order.size(), d.opt.rank, d.opt.world_size))
+        shard.push_back(d.order[p % d.order.size()]);
+      d.order = std::move(shard);
+    }
     if (d.opt.rect) d.shapes = detail::rect_batch_shapes(d.dataset, d.opt, d.order);
     d.ready.clear();
     d.next_task = d.consumed = std::min(d.order.size(), static_cast<std::size_t>(batch_index) * d.opt.batch);
@@ -212,7 +227,34 @@ std::optional<Batch> Loader::next() {
 }
 
 std::int64_t Loader::batches_per_epoch() const {
-  return static_cast<std::int64_t>((impl_->dataset.size() + impl_->opt.batch - 1) / impl_->opt.batch);
+  return (samples_per_epoch() + impl_->opt.batch - 1) / impl_->opt.batch;
+}
+
+std::int64_t Loader::samples_per_epoch() const {
+  const auto size = static_cast<std::int64_t>(impl_->dataset.size());
+  return (size + impl_->opt.world_size - 1) / impl_->opt.world_size;
+}
+
+std::int64_t Loader::global_samples(std::int64_t batch_index) const {
+  return batch_index * impl_->opt.batch * impl_->opt.world_size;
+}
+
+std::int64_t Loader::batch_for_global_samples(std::int64_t samples) const {
+  if (samples < 0) throw Error("data loader: a negative sample position (" + std::to_string(samples) + ")");
+  const std::int64_t global_batch = static_cast<std::int64_t>(impl_->opt.batch) * impl_->opt.world_size;
+  return std::min(samples / global_batch, batches_per_epoch());
+}
+
+std::vector<std::size_t> shard_positions(std::size_t size, int rank, int world_size) {
+  if (world_size < 1 || rank < 0 || rank >= world_size)
+    throw Error("data loader: rank " + std::to_string(rank) + " of world_size " + std::to_string(world_size) +
+                " is not a valid shard");
+  const auto w = static_cast<std::size_t>(world_size);
+  const std::size_t total = (size + w - 1) / w * w;
+  std::vector<std::size_t> out;
+  out.reserve(total / w);
+  for (std::size_t p = static_cast<std::size_t>(rank); p < total; p += w) out.push_back(p);
+  return out;
 }
 
 std::vector<std::size_t> Loader::order(int epoch) const {
@@ -230,7 +272,10 @@ Labelled make_sample(const Dataset& dataset, const LoaderOptions& options, int e
   std::pair<int, int> shape{options.imgsz, options.imgsz};
   if (options.rect) shape = detail::rect_batch_shapes(dataset, options, order)[position / options.batch];
   LetterboxInfo local;
-  return detail::build_sample(ctx, epoch, position, order.at(position), shape, info ? *info : local);
+  const auto world = static_cast<std::size_t>(std::max(1, options.world_size));
+  if (position >= (order.size() + world - 1) / world * world)
+    throw Error("data loader: sample " + std::to_string(position) + " is outside the epoch");
+  return detail::build_sample(ctx, epoch, position, order[position % order.size()], shape, info ? *info : local);
 }
 
 }  // namespace yolotrain::data

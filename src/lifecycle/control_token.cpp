@@ -49,6 +49,17 @@ void ControlToken::request_stop(StopReason reason, int signo, bool force) noexce
   wake();
 }
 
+void ControlToken::adopt_stop(StopReason reason, int signo, bool force) noexcept {
+  int code = reason == StopReason::Signal ? signo : -static_cast<int>(reason);
+  if (code == 0) code = -static_cast<int>(StopReason::Api);
+  // The time goes first: a signal handler seeing the stop reads it for the force-exit window.
+  std::int64_t no_time = 0;
+  stop_time_ns_.compare_exchange_strong(no_time, monotonic_ns(), std::memory_order_acq_rel);
+  stop_code_.store(code, std::memory_order_release);
+  if (force) force_.store(true, std::memory_order_release);
+  wake();
+}
+
 void ControlToken::request_pause() noexcept {
   paused_.store(true, std::memory_order_release);
   wake();

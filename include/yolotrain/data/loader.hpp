@@ -31,6 +31,14 @@ struct LoaderOptions {
   bool cache_ram = false;      ///< cache=ram: keep decoded, resized images in memory
   int prefetch_batches = 4;    ///< bounded prefetch: samples at most this many batches ahead
   bool dct_scaling = true;     ///< decode large JPEGs with DCT scaling
+  /// Multi-process data parallelism (DistributedSampler's semantics): this process is `rank` of
+  /// `world_size` and reads its shard of each epoch's order: positions rank, rank + world_size,
+  /// ... of the order padded by wrapping around to a multiple of world_size, so every rank has
+  /// the same number of samples and of batches. `batch` is per rank. A sample's augmentation
+  /// depends on its global position, so the union of the ranks' batch k is the batch k of one
+  /// process with batch * world_size. world_size 1 reads the whole order, as before.
+  int rank = 0;
+  int world_size = 1;
   /// When set, a next() waiting for workers returns nothing as soon as the token asks to stop
   /// (the caller tells that from an epoch end by token->stop_requested()). Not owned.
   const lifecycle::ControlToken* token = nullptr;
@@ -68,11 +76,22 @@ class Loader {
   /// options().token asks to stop while it waits (the batch is then not consumed). Rethrows a
   /// worker's exception as yolotrain::Error naming the file; a retry rebuilds the same batch.
   std::optional<Batch> next();
-  /// Batches per epoch: ceil(size / batch).
+  /// Batches per epoch: ceil(samples_per_epoch() / batch), the same on every rank.
   std::int64_t batches_per_epoch() const;
+  /// Samples this rank reads per epoch: ceil(size / world_size).
+  std::int64_t samples_per_epoch() const;
+  /// The run's data position in global samples, the unit a checkpoint records so that it
+  /// resumes with another world size or batch: `batch_index` batches read by each of the
+  /// world_size ranks = batch_index * batch * world_size.
+  std::int64_t global_samples(std::int64_t batch_index) const;
+  /// The batch to seek() to after `samples` global samples (counted by any world size and
+  /// batch): floor(samples / (batch * world_size)), at most batches_per_epoch(). Exact when the
+  /// global batch (batch * world_size) is unchanged, else up to one global batch is read again.
+  std::int64_t batch_for_global_samples(std::int64_t samples) const;
   /// Ends the worker threads now; next() then throws.
   void stop();
-  /// Dataset order of epoch `epoch` (positions -> record index).
+  /// Dataset order of epoch `epoch` (global positions -> record index; the whole order, whatever
+  /// the rank: see shard_positions()).
   std::vector<std::size_t> order(int epoch) const;
   /// Whether mosaic is used in `epoch` (close_mosaic).
   bool mosaic_enabled(int epoch) const;
@@ -83,8 +102,14 @@ class Loader {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The global positions `rank` of `world_size` reads in an epoch of `size` samples, in order:
+/// rank, rank + world_size, ... below ceil(size / world_size) * world_size. Position p reads
+/// record order(epoch)[p % size] (the padding wraps around, as DistributedSampler does).
+std::vector<std::size_t> shard_positions(std::size_t size, int rank, int world_size);
+
 /// Builds sample `position` of `epoch` alone, as the loader's workers do (for tests and tools):
-/// pixels and boxes after the whole pipeline, boxes in pixels of the returned image.
+/// pixels and boxes after the whole pipeline, boxes in pixels of the returned image. `position`
+/// is global (see shard_positions); rect shapes are those of a single-process loader.
 Labelled make_sample(const Dataset& dataset, const LoaderOptions& options, int epoch, std::size_t position,
                      LetterboxInfo* info = nullptr);
 

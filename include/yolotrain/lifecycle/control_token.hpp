@@ -36,6 +36,11 @@ class ControlToken {
   /// request wins: later ones keep the first reason and time. `signo` is the signal number when
   /// `reason` is Signal. `force` asks to abandon the current step instead of finishing it.
   void request_stop(StopReason reason = StopReason::Api, int signo = 0, bool force = false) noexcept;
+  /// Makes `reason` / `signo` the stop reason (requesting a stop if none is pending), keeping the
+  /// first request's time: for processes of one run that agreed on one stop reason, so that all
+  /// of them report it and exit with the same code (yolotrain::dist::apply_agreed). Unlike
+  /// request_stop(), the given reason replaces an earlier one.
+  void adopt_stop(StopReason reason, int signo = 0, bool force = false) noexcept;
   /// Asks the run to pause at the next safe point.
   void request_pause() noexcept;
   /// Asks the run to pause, release memory, then stop the process (SIGSTOP) so that a shell's `fg`
@@ -49,6 +54,9 @@ class ControlToken {
   bool stop_requested() const noexcept { return stop_code_.load(std::memory_order_acquire) != 0; }
   bool force_requested() const noexcept { return force_.load(std::memory_order_acquire); }
   bool pause_requested() const noexcept { return paused_.load(std::memory_order_acquire); }
+  /// A suspend (pause, then SIGSTOP) is pending: set by request_suspend(), cleared by
+  /// request_resume() or once wait_while_paused() has stopped the process.
+  bool suspend_requested() const noexcept { return suspend_.load(std::memory_order_acquire); }
   /// Checkpoint-now requests not yet taken.
   bool checkpoint_requested() const noexcept {
     return checkpoint_.load(std::memory_order_acquire) != 0;

@@ -141,3 +141,20 @@ TEST_CASE("wait_for_request sleeps until a request arrives", "[lifecycle]") {
   requester.join();
   CHECK(token.take_checkpoint_request());
 }
+
+TEST_CASE("adopt_stop replaces the reason and keeps the first time", "[lifecycle]") {
+  ControlToken token;
+  token.request_stop(StopReason::Signal, SIGINT);
+  const auto first_time = token.stop_time_ns();
+  token.adopt_stop(StopReason::Signal, SIGTERM);
+  CHECK(token.stop_signal() == SIGTERM);
+  CHECK(token.stop_time_ns() == first_time);
+  CHECK_FALSE(token.force_requested());
+
+  ControlToken fresh;
+  fresh.adopt_stop(StopReason::Deadline, 0, true);
+  CHECK(fresh.stop_requested());
+  CHECK(fresh.stop_reason() == StopReason::Deadline);
+  CHECK(fresh.stop_time_ns() > 0);
+  CHECK(fresh.force_requested());
+}
