@@ -19,6 +19,7 @@
 #include "mixed_precision.hpp"
 #include "optimizer.hpp"
 #include "progress_line.hpp"
+#include "rank_group.hpp"
 #include "run_folder.hpp"
 #include "validation.hpp"
 #include "yolotrain/data/data_config.hpp"
@@ -27,6 +28,8 @@
 #include "yolotrain/data/rng.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/model_ema.hpp"
+#include "yolotrain/dist/process_group.hpp"
+#include "yolotrain/dist/watchdog.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
@@ -58,6 +61,7 @@ const char* to_string(RunOutcome outcome) noexcept {
 }
 
 int RunResult::exit_code() const {
+  if (peer_lost) return dist::kWatchdogExitCode;
   switch (outcome) {
     case RunOutcome::Completed: return 0;
     case RunOutcome::Stopped: return signal > 0 ? 128 + signal : 75;
@@ -74,6 +78,7 @@ namespace {
 const char* const kResumeOverridable[] = {
     "epochs",        "patience",          "time",          "deadline",     "save_interval", "pause_release",
     "status_interval", "metrics_file",    "workers",       "threads",      "device",        "keep_last",
+    "dist_timeout",    "verbose",
     "signal_stop",   "signal_pause",      "signal_resume", "signal_checkpoint", "signal_suspend", "save_period"};
 
 std::string extra(const lc::CheckpointMeta& meta, const std::string& key, const std::string& fallback = "0") {
@@ -103,6 +108,8 @@ struct Trainer::Run {
   TrainConfig cfg;
   TrainerCallbacks& cb;
   lc::ControlToken& token;
+  RankGroup ranks;  // the other processes of a torchrun launch; a pass-through when alone
+  double leader_elapsed = -1;  // rank 0's training time at this epoch's end (all ranks decide alike)
   std::optional<lc::Checkpoint> resume_from;
   fs::path run_dir;
   torch::Device device{torch::kCPU};
@@ -140,6 +147,8 @@ struct Trainer::Run {
   void set_state(lc::RunState s);
   void prepare();
   void find_resume_checkpoint();
+  fs::path find_resume_checkpoint_leader();
+  void adopt_stored_config();
   void load_data();
   void build();
   void restore();
@@ -158,7 +167,9 @@ struct Trainer::Run {
   std::int64_t accumulate_at(std::int64_t ni) const;
   void optimizer_step();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
-  bool pause();
+  bool pause();  // false: leave the loop (release=exit, or stopped while paused)
+  bool share_epoch_end(EpochMetrics& m, bool validated);
+  double elapsed() const;
   void train_batch(const data::Batch& b);
   bool validate(EpochMetrics& m);  // false: stopped inside validation
   bool end_epoch(EpochMetrics& m);  // false: training is over
@@ -167,6 +178,7 @@ struct Trainer::Run {
 };
 
 void Trainer::Run::say(const std::string& line) {
+  if (!ranks.leader()) return;  // rank 0 speaks for the group, as Ultralytics' LOGGER
   if (line_open) std::cout << "\n";
   line_open = false;
   std::cout << line << std::endl;
@@ -178,10 +190,20 @@ void Trainer::Run::set_state(lc::RunState s) {
   if (cb.on_state_change) cb.on_state_change(s);
 }
 
+// Rank 0 finds the run folder and the checkpoint to resume; the other ranks read the same file.
 void Trainer::Run::find_resume_checkpoint() {
+  const fs::path checkpoint = ranks.leader() ? find_resume_checkpoint_leader() : fs::path();
+  run_dir = ranks.broadcast_string(run_dir.string());
+  const fs::path shared = ranks.broadcast_string(checkpoint.string());
+  if (!ranks.leader() && !shared.empty()) resume_from = lc::CheckpointStore::load(shared);
+  if (resume_from) adopt_stored_config();
+}
+
+// The run folder, and the checkpoint to resume from (loaded into resume_from; empty: none).
+fs::path Trainer::Run::find_resume_checkpoint_leader() {
   if (cfg.resume == "false") {
     run_dir = make_run_dir(cfg.project, cfg.name, cfg.exist_ok);
-    return;
+    return {};
   }
   fs::path target = cfg.resume == "true" ? fs::path(cfg.project) / cfg.name : fs::path(cfg.resume);
   if (cfg.resume == "true") {  // Ultralytics' form: model=.../weights/last.pt resume=True
@@ -193,6 +215,7 @@ void Trainer::Run::find_resume_checkpoint() {
                 << "weights/last-<step>.ytckpt); resuming the newest checkpoint of " << target.string() << std::endl;
     }
   }
+  fs::path found_path = target;
   if (fs::is_regular_file(target)) {
     resume_from = lc::CheckpointStore::load(target);
     run_dir = target.parent_path().parent_path();
@@ -208,15 +231,20 @@ void Trainer::Run::find_resume_checkpoint() {
                   " (see above); move the damaged files away to start over");
     }
     resume_from = std::move(found.checkpoint);
+    found_path = found.path;
     run_dir = target;
     if (!resume_from) {
       std::cout << "resume: no checkpoint in " << (target / "weights").string() << " yet; starting from scratch"
                 << std::endl;
       run_dir = make_run_dir(cfg.project, cfg.name, true);
-      return;
+      return {};
     }
   }
-  // The stored arguments win, except those a resumed run may change.
+  return found_path;
+}
+
+// The stored arguments win, except those a resumed run may change.
+void Trainer::Run::adopt_stored_config() {
   TrainConfig stored;
   stored.load_yaml_text(resume_from->meta.config, "the checkpoint's arguments");
   const TrainConfig defaults;
@@ -265,8 +293,8 @@ void Trainer::Run::build() {
   const bool cuda = cfg.device.rfind("cuda", 0) == 0 || (cfg.device.empty() && lc::cuda_usable());
   if (cuda && !lc::cuda_usable()) throw ConfigError("device=" + cfg.device + ": no CUDA device is usable here");
   device = cuda ? torch::Device(cfg.device.empty() ? "cuda" : cfg.device) : torch::Device(torch::kCPU);
-  torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads)
-                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : std::max(1, cores / ranks.local_world_size()));
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   model = nn::DetectionModel(nn::DetectionModelOptions(cfg.model).nc(data_config.nc()).names(data_config.names));
   if (cfg.pretrained != "true" && cfg.pretrained != "false") nn::load_weights(*model, cfg.pretrained, false);
@@ -288,8 +316,14 @@ void Trainer::Run::build() {
   }
   optimizer = build_optimizer(model, choice);
   criterion = std::make_unique<loss::DetectionLoss>(model, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  if (cfg.batch % ranks.world_size() != 0) {
+    throw ConfigError("batch=" + std::to_string(cfg.batch) + " is the total over " + std::to_string(ranks.world_size()) +
+                      " ranks and must divide evenly; use a multiple of " + std::to_string(ranks.world_size()));
+  }
   data::LoaderOptions train_opts;
-  train_opts.batch = static_cast<int>(cfg.batch);
+  train_opts.batch = static_cast<int>(cfg.batch / ranks.world_size());  // per rank, as Ultralytics divides it
+  train_opts.rank = ranks.rank();
+  train_opts.world_size = ranks.world_size();
   train_opts.imgsz = static_cast<int>(cfg.imgsz);
   // As Ultralytics: no more loader threads than cores (more only fight the training threads).
   train_opts.workers = static_cast<int>(
@@ -301,10 +335,15 @@ void Trainer::Run::build() {
   train_opts.close_mosaic = static_cast<int>(cfg.close_mosaic);
   train_opts.cache_ram = cfg.cache == "ram";
   train_opts.rect = cfg.rect;
-  train_opts.token = &token;  // a stop ends a wait for data at once
+  // A stop ends a wait for data at once; with several ranks the stop waits for the step's
+  // agreement instead (a rank leaving the step alone would desynchronise the collectives).
+  train_opts.token = ranks.active() ? nullptr : &token;
   train_loader = std::make_unique<data::Loader>(train_set, train_opts);
   data::LoaderOptions val_opts = train_opts;
-  val_opts.batch = static_cast<int>(cfg.batch * 2);
+  val_opts.batch = train_opts.batch * 2;
+  val_opts.rank = 0;  // rank 0 validates the whole set
+  val_opts.world_size = 1;
+  val_opts.token = &token;
   val_opts.augment = false;
   val_opts.shuffle = false;
   val_opts.rect = true;
@@ -362,6 +401,8 @@ void Trainer::Run::restore() {
   for (int i = 0; i < 3; ++i) tloss[i] = tl[i].item<double>();
   epoch = c.meta.epoch;
   batch = std::stoll(extra(c.meta, "batch"));
+  // The data position in global samples, so that any number of ranks continues it.
+  if (c.meta.extra.count("samples")) batch = train_loader->batch_for_global_samples(std::stoll(extra(c.meta, "samples")));
   last_opt_step = std::stoll(extra(c.meta, "last_opt_step", "-1"));
   ema->updates = std::stoll(extra(c.meta, "ema_updates"));
   best_fitness = std::strtod(extra(c.meta, "best_fitness", "-1").c_str(), nullptr);
@@ -395,8 +436,9 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
   c.meta.step = step();
   c.meta.epoch = epoch;
   c.meta.config = cfg.to_yaml();
-  const double elapsed = elapsed_before + std::chrono::duration<double>(Clock::now() - started).count();
   c.meta.extra = {{"batch", std::to_string(batch)},
+                  {"samples", std::to_string(train_loader->global_samples(batch))},
+                  {"world_size", std::to_string(ranks.world_size())},
                   {"last_opt_step", std::to_string(last_opt_step)},
                   {"ema_updates", std::to_string(ema->updates)},
                   {"best_fitness", exact(best_fitness)},
@@ -405,7 +447,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
                   {"lr", exact(choice.lr)},
                   {"momentum", exact(choice.momentum)},
                   {"warmup_bias_lr", exact(choice.warmup_bias_lr)},
-                  {"elapsed_s", exact(elapsed)},
+                  {"elapsed_s", exact(elapsed())},
                   {"scaler_scale", exact(scaler.scale_value)},
                   {"scaler_growth_tracker", std::to_string(scaler.growth_tracker)},
                   {"results_csv", results_csv},
@@ -416,7 +458,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
 
 void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
   const auto t0 = Clock::now();
-  if (cfg.save && (saved_step != step() || completed || force)) {
+  if (cfg.save && ranks.leader() && (saved_step != step() || completed || force)) {
     store->save_async(snapshot(completed));
     saved_step = step();
     last_save = Clock::now();
@@ -481,13 +523,13 @@ bool Trainer::Run::pause() {
   lc::cuda_release_cached();
   say("paused at step " + std::to_string(step()) + " (" + lc::describe(lc::cuda_memory()) + ")");
   set_state(lc::RunState::Paused);
-  token.wait_while_paused();
+  const dist::AgreedRequests ended = ranks.wait_while_paused(token);
   if (cfg.pause_release == "offload") {
     model->to(device);
     ema->ema()->to(device);
     rehome_optimizer_state(*optimizer, choice.name);
   }
-  if (!token.stop_requested()) {
+  if (!ended.stop) {
     status->note_request("resume");
     say("resumed at step " + std::to_string(step()));
   }
@@ -497,22 +539,48 @@ bool Trainer::Run::pause() {
 
 bool Trainer::Run::poll() {
   if (deadline && std::chrono::system_clock::now() >= *deadline) token.request_stop(lc::StopReason::Deadline);
-  if (token.take_checkpoint_request()) {
+  const double since_save = std::chrono::duration<double>(Clock::now() - last_save).count();
+  const bool save_due = cfg.save_interval > 0 && since_save >= cfg.save_interval;
+  if (save_due && ranks.active() && ranks.leader()) token.request_checkpoint();  // agreed below, like SIGHUP
+  // Decisions come from the agreement (every rank alike), not from the token directly.
+  const dist::AgreedRequests agreed = ranks.agree(token);
+  if (agreed.checkpoint) {
     status->note_request("checkpoint");
     checkpoint(true);
     say("checkpoint at step " + std::to_string(step()));
   }
-  if (token.pause_requested() && !token.stop_requested() && !pause()) return false;
-  if (token.stop_requested()) {
+  if (agreed.pause && !agreed.stop && !pause()) return false;
+  if (agreed.stop) {
     result.outcome = RunOutcome::Stopped;
     result.reason = token.stop_description();
     result.signal = token.stop_signal();
     status->note_request(result.reason + ": stop");
     return false;
   }
-  const double since_save = std::chrono::duration<double>(Clock::now() - last_save).count();
-  if (cfg.save_interval > 0 && since_save >= cfg.save_interval) checkpoint(false);
+  if (save_due && !ranks.active()) checkpoint(false);
   return true;
+}
+
+double Trainer::Run::elapsed() const {
+  return elapsed_before + std::chrono::duration<double>(Clock::now() - started).count();
+}
+
+// Every rank learns rank 0's validation (and training time), so all decide the epoch's end alike.
+bool Trainer::Run::share_epoch_end(EpochMetrics& m, bool validated) {
+  if (!ranks.active()) return validated;
+  const std::vector<double> v = ranks.broadcast_numbers(
+      {validated ? 1.0 : 0.0, m.precision, m.recall, m.map50, m.map, m.fitness, m.val_box_loss, m.val_cls_loss,
+       m.val_dfl_loss, elapsed()});
+  m.precision = v[1];
+  m.recall = v[2];
+  m.map50 = v[3];
+  m.map = v[4];
+  m.fitness = v[5];
+  m.val_box_loss = v[6];
+  m.val_cls_loss = v[7];
+  m.val_dfl_loss = v[8];
+  leader_elapsed = v[9];
+  return v[0] != 0.0;
 }
 
 // Ultralytics' multi_scale: a size in [0.5, 1.5] imgsz (a multiple of the stride) per batch,
@@ -548,8 +616,15 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   const loss::LossOutput out = (*criterion)(feats, targets);
   result.timings.loss_s += seconds_since(t0);
   t0 = Clock::now();
-  scaler.scale(out.total).backward();
+  // With several ranks, Ultralytics scales the loss by the world size before DDP averages the
+  // gradients, so a step equals one process's step on the whole global batch.
+  scaler.scale(ranks.active() ? out.total * double(ranks.world_size()) : out.total).backward();
   result.timings.backward_s += seconds_since(t0);
+  if (ranks.active()) {
+    t0 = Clock::now();
+    ranks.average_gradients(model->parameters());
+    result.timings.optimizer_s += seconds_since(t0);
+  }
   const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
   for (int i = 0; i < 3; ++i) tloss[i] = (tloss[i] * double(batch) + items[i].item<double>()) / double(batch + 1);
   if (ni - last_opt_step >= accumulate_at(ni)) {
@@ -686,10 +761,10 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   tloss = {0, 0, 0};
   const bool finished = epoch >= cfg.epochs;
   const bool patience_out = cfg.patience > 0 && epoch - 1 - best_epoch >= cfg.patience;
-  const double elapsed = elapsed_before + std::chrono::duration<double>(Clock::now() - started).count();
-  const bool out_of_time = cfg.time > 0 && elapsed >= cfg.time * 3600.0;
+  const double trained = leader_elapsed >= 0 ? leader_elapsed : elapsed();
+  const bool out_of_time = cfg.time > 0 && trained >= cfg.time * 3600.0;
   const bool done = finished || patience_out || out_of_time;
-  if (cfg.save) {
+  if (cfg.save && ranks.leader()) {
     checkpoint(true, done, /*force=*/true);
     if (improved) store->save_pinned(snapshot(done), "best");
     if (cfg.save_period > 0 && epoch % cfg.save_period == 0) store->save_pinned(snapshot(done), "epoch" + std::to_string(epoch));
@@ -706,17 +781,26 @@ TrainerProgress Trainer::Run::progress() const {
 }
 
 RunResult Trainer::Run::run() {
+  ranks = RankGroup::from_environment(cfg.dist_timeout);
   find_resume_checkpoint();
   result.run_dir = run_dir;
-  log_file.open(run_dir / "train.log", std::ios::app);
+  if (ranks.leader()) log_file.open(run_dir / "train.log", std::ios::app);
   load_data();
   build();
   status = std::make_unique<lc::RunStatus>(
-      run_dir / "status.json", std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));
-  if (!cfg.metrics_file.empty()) status->set_textfile(cfg.metrics_file);
+      ranks.leader() ? run_dir / "status.json" : fs::path(),
+      std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));
+  if (!cfg.metrics_file.empty() && ranks.leader()) status->set_textfile(cfg.metrics_file);
   if (resume_from) restore();
   resume_from.reset();
-  lc::atomic_write(run_dir / "args.yaml", cfg.to_yaml());
+  if (ranks.active()) {  // every rank starts from rank 0's weights, as DDP does
+    std::vector<at::Tensor> state;
+    for (const auto& [name, t] : nn::state_dict(*model)) state.push_back(t);
+    ranks.broadcast_tensors(state);
+    say("DDP: " + std::to_string(ranks.world_size()) + " ranks, batch " + std::to_string(cfg.batch / ranks.world_size()) +
+        " per rank");
+  }
+  if (ranks.leader()) lc::atomic_write(run_dir / "args.yaml", cfg.to_yaml());
   deadline = cfg.deadline_at(std::chrono::system_clock::now());
   set_state(lc::RunState::Running);
   if (cb.on_train_start) cb.on_train_start(progress());
@@ -745,11 +829,11 @@ RunResult Trainer::Run::run() {
     }
     if (!going) break;
     EpochMetrics m;
-    if (cfg.val || epoch + 1 >= cfg.epochs) {
-      if (!validate(m)) {
-        going = poll();  // a stop inside validation: the checkpoint below re-runs it on resume
-        break;
-      }
+    bool validated = true;
+    if ((cfg.val || epoch + 1 >= cfg.epochs) && ranks.leader()) validated = validate(m);  // the others wait
+    if (!share_epoch_end(m, validated)) {
+      going = poll();  // a stop inside validation: the checkpoint below re-runs it on resume
+      break;
     }
     going = end_epoch(m);
   }
@@ -762,10 +846,13 @@ RunResult Trainer::Run::run() {
     set_state(lc::RunState::Stopped);
   } else {
     if (result.reason.empty()) result.reason = "epochs done";
-    final_eval();
+    if (ranks.leader()) final_eval();
     result.metrics = last_metrics;
     set_state(lc::RunState::Completed);
   }
+  // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
+  // one exits with a non-zero code.
+  ranks.barrier();
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
   return result;
@@ -784,6 +871,16 @@ RunResult Trainer::run(lc::ControlToken& token) {
     result = run.run();
   } catch (const ConfigError&) {
     throw;
+  } catch (const dist::CollectiveError& e) {
+    // A rank is gone: the step in flight is torn (gradients half averaged), so no checkpoint;
+    // the last one stands, and torchrun --max-restarts resumes from it.
+    if (!run.status) throw ConfigError(e.what());
+    run.status->set_error(e.what());
+    run.set_state(lc::RunState::Failed);
+    result = run.result;
+    result.outcome = RunOutcome::Failed;
+    result.reason = e.what();
+    result.peer_lost = true;
   } catch (const std::exception& e) {
     // Found before training started (model YAML, dataset, run folder): the input must change.
     if (!run.status) throw ConfigError(e.what());

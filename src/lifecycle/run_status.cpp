@@ -117,6 +117,7 @@ std::optional<std::string> RunStatus::last_error() const {
 }
 
 void RunStatus::write_locked() {
+  if (file_.empty()) return;  // a status that only keeps figures (the non-leading ranks)
   nlohmann::ordered_json j;
   j["state"] = to_string(state_);
   j["pid"] = static_cast<long>(getpid());

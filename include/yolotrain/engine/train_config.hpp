@@ -73,7 +73,8 @@ struct TrainConfig {
   double status_interval = 5;        ///< seconds between status.json progress writes
   std::string metrics_file = "";     ///< Prometheus textfile path; "": off
   std::string deadline = "";         ///< "" | duration (90m, 2h30m, 3600s) | clock time HH:MM | YYYY-MM-DDTHH:MM[:SS]
-  std::int64_t threads = 0;          ///< intra-op threads; 0: one per core
+  std::int64_t threads = 0;          ///< intra-op threads; 0: one per core (per rank: cores / ranks per machine)
+  double dist_timeout = 1800;        ///< seconds a collective may wait for the other ranks
   std::string signal_stop = "SIGINT,SIGTERM";
   std::string signal_pause = "SIGUSR1";
   std::string signal_resume = "SIGUSR2,SIGCONT";

@@ -55,8 +55,10 @@ struct RunResult {
   std::filesystem::path run_dir;
   std::filesystem::path last_checkpoint;
   std::optional<EpochMetrics> metrics;  ///< the last validation (of best.ytckpt once completed)
+  bool peer_lost = false;        ///< another rank died or stopped answering (exit 69)
   StepTimings timings;           ///< where this process spent its time
-  /// The exit code yolo_train uses: 0 completed, 128+signal, 75 to be resumed, 1 failed.
+  /// The exit code yolo_train uses: 0 completed, 128+signal, 75 to be resumed, 1 failed,
+  /// 69 a rank of a multi-process run was lost (torchrun --max-restarts then resumes).
   int exit_code() const;
 };
 

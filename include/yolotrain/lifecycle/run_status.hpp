@@ -27,7 +27,7 @@ std::int64_t resident_bytes() noexcept;
 /// time}, requests (what was asked and when), throughput, memory {rss_bytes, cuda...}, error,
 /// metrics (free-form numbers such as losses), progressed (Unix time the step last advanced).
 /// With set_textfile(), every write also writes a Prometheus textfile (node_exporter's textfile
-/// collector) with the same figures.
+/// collector) with the same figures. An empty path keeps the figures and writes nothing.
 class RunStatus {
  public:
   explicit RunStatus(std::filesystem::path file,

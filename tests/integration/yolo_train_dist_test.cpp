@@ -1,0 +1,202 @@
+// yolo_train on several processes (c10d Gloo on 127.0.0.1): launched by scripts/torchrun, or
+// directly with the launcher's environment so that each rank's exit code can be checked.
+#include <ATen/ATen.h>
+
+#include "yolotrain/data/synthetic.hpp"
+#include "yolotrain/lifecycle/checkpoint_store.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include <cmath>
+#include <thread>
+
+#define DIST_TEST_WORKER "unused"  // dist_test_support.hpp's worker; these tests start yolo_train
+#include "dist_test_support.hpp"
+
+namespace fs = std::filesystem;
+namespace yt = yolotrain::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// 16 training and 8 validation images of 64 px (the same set as yolo_train_test.cpp).
+const fs::path& dataset() {
+  static yt::TempDir dir;
+  static const fs::path yaml =
+      yolotrain::data::write_shapes_dataset(dir / "shapes", yolotrain::data::ShapesOptions{0, 16, 8, 64, 90});
+  return yaml;
+}
+
+std::vector<std::string> args(const fs::path& project, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
+                                "workers=1", "project=" + project.string(), "name=run", "save_interval=0",
+                                "verbose=false", "dist_timeout=20"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// Starts the ranks of one run directly, with the environment torchrun would give them.
+std::vector<yt::Child> start_ranks(const fs::path& project, const std::vector<std::string>& extra, int world = 2) {
+  const std::string port = std::to_string(yt::free_port());
+  std::vector<yt::Child> ranks;
+  for (int r = 0; r < world; ++r) {
+    yt::ScopedEnv env({{"RANK", std::to_string(r)},
+                       {"LOCAL_RANK", std::to_string(r)},
+                       {"WORLD_SIZE", std::to_string(world)},
+                       {"LOCAL_WORLD_SIZE", std::to_string(world)},
+                       {"MASTER_ADDR", "127.0.0.1"},
+                       {"MASTER_PORT", port},
+                       {"TORCHELASTIC_USE_AGENT_STORE", std::nullopt},
+                       {"TORCHELASTIC_RESTART_COUNT", std::nullopt}});
+    ranks.push_back(yt::spawn(args(project, extra), project / ("rank" + std::to_string(r) + ".txt")));
+  }
+  return ranks;
+}
+
+std::vector<int> wait_all(std::vector<yt::Child>& ranks, std::chrono::seconds timeout) {
+  std::vector<int> codes;
+  for (auto& r : ranks) codes.push_back(yt::wait_exit(r, timeout).value_or(-1));
+  return codes;
+}
+
+bool have_torchrun() {
+  static const bool have = std::system("/usr/bin/python3 -c 'import torch.distributed.run' >/dev/null 2>&1") == 0;
+  if (!have) WARN("skipped: /usr/bin/python3 cannot import torch.distributed.run (install python3-torch)");
+  return have;
+}
+
+std::string outputs(const fs::path& project) {
+  return yt::slurp(project / "rank0.txt") + "\n----- rank 1 -----\n" + yt::slurp(project / "rank1.txt");
+}
+
+}  // namespace
+
+TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set of run files", "[integration]") {
+  if (!have_torchrun()) return;
+  yt::TempDir tmp;
+  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
+                                  "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
+                                  "--no_python"};
+  for (const auto& a : args(tmp.path())) cmd.push_back(a);
+  yt::Child child = yt::spawn(cmd, tmp / "out.txt");
+  const pid_t group = child.pid;
+  const int code = yt::wait_exit(child, 300s).value_or(-1);
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("DDP: 2 ranks, batch 2 per rank"));
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  CHECK(nlohmann::json::parse(yt::slurp(tmp / "run" / "status.json"))["state"] == "completed");
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp / "run")) entries += e.path().filename() != "weights";
+  CHECK(entries == 4);  // args.yaml, results.csv, status.json, train.log: rank 1 wrote nothing
+  CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
+}
+
+TEST_CASE("SIGTERM to one rank stops both at the same step and the run resumes on 1 or 2 ranks", "[integration]") {
+  yt::TempDir tmp;
+  auto ranks = start_ranks(tmp.path(), {});
+  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  kill(ranks[1].pid, SIGTERM);
+  const auto codes = wait_all(ranks, 60s);
+  INFO(outputs(tmp.path()));
+  CHECK(codes == std::vector<int>{143, 143});
+  const auto status = nlohmann::json::parse(yt::slurp(tmp / "run" / "status.json"));
+  CHECK(status["state"] == "stopped");
+  const std::int64_t stopped_at = status["step"];
+  CHECK(status["last_checkpoint"]["step"] == stopped_at);
+  // A copy of the stopped run resumes on 2 ranks; the original on 1.
+  yt::TempDir copy;
+  REQUIRE(std::system(("cp -a " + (tmp / "run").string() + " " + copy.path().string() + "/").c_str()) == 0);
+  auto again = start_ranks(copy.path(), {"resume=true"});
+  const auto codes2 = wait_all(again, 300s);
+  INFO(outputs(copy.path()));
+  CHECK(codes2 == std::vector<int>{0, 0});
+  CHECK_THAT(yt::slurp(copy / "rank0.txt"), Catch::Contains("resumed from step " + std::to_string(stopped_at)));
+  const yt::Finished one = yt::run_to_end(args(tmp.path(), {"resume=true"}), tmp / "one.txt");
+  INFO(one.output);
+  CHECK(one.code == 0);
+  CHECK_THAT(one.output, Catch::Contains("resumed from step " + std::to_string(stopped_at)));
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+}
+
+TEST_CASE("a pause sent to one rank pauses both and a resume sent to the other resumes both", "[integration]") {
+  yt::TempDir tmp;
+  auto ranks = start_ranks(tmp.path(), {});
+  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  kill(ranks[1].pid, SIGUSR1);
+  REQUIRE(yt::wait_until([&] { return yt::status_of(tmp / "run")["state"] == "paused"; }, 60s));
+  const double cpu0 = yt::cpu_seconds(ranks[0].pid), cpu1 = yt::cpu_seconds(ranks[1].pid);
+  std::this_thread::sleep_for(1s);
+  CHECK(yt::cpu_seconds(ranks[0].pid) - cpu0 < 0.2);  // agreeing every 200 ms, no spinning
+  CHECK(yt::cpu_seconds(ranks[1].pid) - cpu1 < 0.2);
+  kill(ranks[0].pid, SIGUSR2);
+  const auto codes = wait_all(ranks, 300s);
+  INFO(outputs(tmp.path()));
+  CHECK(codes == std::vector<int>{0, 0});
+}
+
+TEST_CASE("a killed rank makes the other exit 69 naming it instead of hanging", "[integration]") {
+  yt::TempDir tmp;
+  auto ranks = start_ranks(tmp.path(), {"epochs=50"});
+  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  kill(ranks[1].pid, SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = yt::wait_exit(ranks[0], 60s).value_or(-1);
+  yt::wait_exit(ranks[1], 10s);
+  INFO(outputs(tmp.path()));
+  CHECK(code == 69);
+  CHECK(std::chrono::steady_clock::now() - t0 < 25s);  // dist_timeout=20 at most
+  CHECK_THAT(yt::slurp(tmp / "rank0.txt"), Catch::Contains("rank(s) 1"));
+  CHECK(yt::status_of(tmp / "run")["state"] == "failed");
+}
+
+TEST_CASE("two ranks of batch b step like one process of batch 2b", "[integration]") {
+  yt::TempDir tmp;
+  const std::vector<std::string> extra = {"epochs=1", "mosaic=0", "fliplr=0", "hsv_h=0", "hsv_s=0", "hsv_v=0",
+                                          "translate=0", "scale=0", "val=false", "batch=8"};
+  auto ranks = start_ranks(tmp / "two", extra);
+  const auto codes = wait_all(ranks, 300s);
+  INFO(outputs(tmp / "two"));
+  REQUIRE(codes == std::vector<int>{0, 0});
+  const yt::Finished one = yt::run_to_end(args(tmp / "one", extra), tmp / "one.txt");
+  REQUIRE(one.code == 0);
+  // BatchNorm normalises over each rank's half batch (as Ultralytics' DDP), so the weights agree
+  // closely, not bit for bit; the optimizer, loss scaling and averaging are what this checks.
+  const auto a = yolotrain::lifecycle::CheckpointStore::load(tmp / "two" / "run" / "weights" / "last-000000000002.ytckpt");
+  const auto b = yolotrain::lifecycle::CheckpointStore::load(tmp / "one" / "run" / "weights" / "last-000000000002.ytckpt");
+  double diff = 0, norm = 0;
+  for (const auto& [name, t] : a.tensors) {
+    if (name.rfind("model.", 0) != 0 || name.find("running") != std::string::npos || !t.is_floating_point()) continue;
+    diff += (t - b.tensor(name)).pow(2).sum().item<double>();
+    norm += b.tensor(name).pow(2).sum().item<double>();
+  }
+  const double relative = std::sqrt(diff / norm);
+  INFO("relative L2 difference of the weights: " << relative);
+  CHECK(relative < 1e-3);
+}
+
+TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the run resumes to the end", "[integration]") {
+  if (!have_torchrun()) return;
+  yt::TempDir tmp;
+  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2", "--max_restarts=1",
+                                  "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
+                                  "--no_python"};
+  for (const auto& a : args(tmp.path(), {"epochs=3", "resume=true", "save_interval=0.1"})) cmd.push_back(a);
+  yt::Child child = yt::spawn(cmd, tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 3); }, 120s));
+  const int rank0 = yt::status_of(tmp / "run")["pid"];
+  kill(rank0, SIGKILL);
+  const int code = yt::wait_exit(child, 300s).value_or(-1);
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("resumed from step"));
+  CHECK(yt::status_of(tmp / "run")["state"] == "completed");
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+}
