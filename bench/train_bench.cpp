@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +39,21 @@ std::string arg_or(const std::vector<std::string>& args, const std::string& key,
   return fallback;
 }
 
+Clock::time_point process_start;
+
+// How long this process has existed (its exec and library loading included): /proc/uptime minus
+// the start time in /proc/self/stat (clock ticks since boot, field 22).
+double process_age_s() {
+  std::ifstream stat("/proc/self/stat"), uptime("/proc/uptime");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  for (int i = 3; i <= 22; ++i) fields >> field;  // fields 3..22; the last read is starttime
+  double up = 0;
+  uptime >> up;
+  return up - std::stod(field) / double(sysconf(_SC_CLK_TCK));
+}
+
 int run_one(std::vector<std::string> args) {
   const long steps = std::stol(arg_or(args, "steps", "30"));
   std::vector<std::string> cfg_args;
@@ -55,7 +72,12 @@ int run_one(std::vector<std::string> args) {
   Clock::time_point stop_asked{};
   std::vector<double> step_times;
   Clock::time_point last = Clock::now();
+  double first_step_started = -1;  // seconds from process start to the first step's start
   en::TrainerCallbacks cb;
+  cb.on_train_start = [&](const en::TrainerProgress&) {
+    last = Clock::now();
+    first_step_started = std::chrono::duration<double>(last - process_start).count();
+  };
   cb.on_batch_end = [&](const en::TrainerProgress&) {
     const auto now = Clock::now();
     step_times.push_back(std::chrono::duration<double>(now - last).count());
@@ -82,11 +104,11 @@ int run_one(std::vector<std::string> args) {
   if (!tail.empty()) steady = tail[tail.size() / 2];
   std::printf("imgsz %s batch %s: %.1f img/s over %lld steps (median step %.3f s = %.1f img/s); data %.1f%% forward "
               "%.1f%% loss %.1f%% backward %.1f%% optimizer %.1f%% checkpoint %.1f%%; stop latency %.3f s; peak RSS %.0f MB; "
-              "process %.1f s\n",
+              "process %.1f s; first step began %.2f s after process start\n",
               arg_or(args, "imgsz", "?").c_str(), arg_or(args, "batch", "?").c_str(), t.images_per_second(),
               static_cast<long long>(t.steps), steady, steady > 0 ? std::stod(arg_or(args, "batch", "8")) / steady : 0,
               pct(t.data_s), pct(t.forward_s), pct(t.loss_s), pct(t.backward_s), pct(t.optimizer_s), pct(t.checkpoint_s),
-              stop_latency, double(peak_rss_kb()) / 1024.0, total);
+              stop_latency, double(peak_rss_kb()) / 1024.0, total, first_step_started);
   std::fflush(stdout);
   std::string cmd = std::string("rm -rf ") + dir;
   return std::system(cmd.c_str()) == 0 && r.outcome == en::RunOutcome::Stopped ? 0 : 1;
@@ -95,6 +117,7 @@ int run_one(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  process_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(process_age_s()));
   en::prefer_avx512_kernels();  // as yolo_train does
   std::vector<std::string> args(argv + 1, argv + argc);
   if (arg_or(args, "data", "").empty()) args.push_back("data=" YOLOTRAIN_SHARED_DIR "/datasets/coco128/data.yaml");

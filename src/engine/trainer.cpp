@@ -145,7 +145,6 @@ struct Trainer::Run {
   std::int64_t step() const { return epoch * nb + batch; }
   void say(const std::string& line);
   void set_state(lc::RunState s);
-  void prepare();
   void find_resume_checkpoint();
   fs::path find_resume_checkpoint_leader();
   void adopt_stored_config();
@@ -167,7 +166,8 @@ struct Trainer::Run {
   std::int64_t accumulate_at(std::int64_t ni) const;
   void optimizer_step();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
-  bool pause();  // false: leave the loop (release=exit, or stopped while paused)
+  enum class PauseEnd { Resumed, Stopped, Exit };
+  PauseEnd pause();
   bool share_epoch_end(EpochMetrics& m, bool validated);
   double elapsed() const;
   void train_batch(const data::Batch& b);
@@ -506,14 +506,14 @@ void Trainer::Run::optimizer_step() {
   ema->update(model);
 }
 
-bool Trainer::Run::pause() {
+Trainer::Run::PauseEnd Trainer::Run::pause() {
   status->note_request("pause");
   set_state(lc::RunState::Pausing);
   checkpoint(true);
   if (cfg.pause_release == "exit") {
     result.outcome = RunOutcome::Paused;
     result.reason = "pause_release=exit";
-    return false;
+    return PauseEnd::Exit;
   }
   if (cfg.pause_release == "offload") {
     model->to(torch::kCPU);
@@ -534,7 +534,7 @@ bool Trainer::Run::pause() {
     say("resumed at step " + std::to_string(step()));
   }
   set_state(lc::RunState::Running);
-  return true;
+  return ended.stop ? PauseEnd::Stopped : PauseEnd::Resumed;
 }
 
 bool Trainer::Run::poll() {
@@ -549,8 +549,13 @@ bool Trainer::Run::poll() {
     checkpoint(true);
     say("checkpoint at step " + std::to_string(step()));
   }
-  if (agreed.pause && !agreed.stop && !pause()) return false;
-  if (agreed.stop) {
+  bool stop = agreed.stop;
+  if (agreed.pause && !stop) {
+    const PauseEnd end = pause();
+    if (end == PauseEnd::Exit) return false;
+    stop = end == PauseEnd::Stopped;  // a stop while paused: no further step
+  }
+  if (stop) {
     result.outcome = RunOutcome::Stopped;
     result.reason = token.stop_description();
     result.signal = token.stop_signal();

@@ -130,9 +130,11 @@ TEST_CASE("a stop inside validation is validated again on resume and changes not
   CHECK(stopped.outcome == yolotrain::engine::RunOutcome::Stopped);
   CHECK(stopped.epoch == 0);
   CHECK_FALSE(fs::exists(tmp / "run" / "results.csv"));  // epoch 1 was never validated
+  const int threads_after_stop = yt::thread_count();  // the loader and checkpoint threads are gone
   token.reset();
   const auto resumed = yolotrain::engine::Trainer(config_for("true")).run(token);
   CHECK(resumed.outcome == yolotrain::engine::RunOutcome::Completed);
+  CHECK(yt::thread_count() <= threads_after_stop);  // a second run leaves no thread behind either
   const std::string csv = yt::slurp(tmp / "run" / "results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
@@ -152,6 +154,28 @@ TEST_CASE("a pause and resume leave the result unchanged", "[integration]") {
   const auto code = yt::wait_exit(child, 300s);
   INFO(yt::slurp(tmp / "out.txt"));
   CHECK(code == 0);
+  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("SIGTERM while paused stops at the paused step and the run resumes exactly", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 2); }, 120s));
+  kill(child.pid, SIGUSR1);
+  REQUIRE(yt::wait_until([&] { return status_of(dir)["state"] == "paused"; }, 120s));
+  const std::int64_t paused_at = status_of(dir)["step"];
+  kill(child.pid, SIGTERM);
+  const auto code = yt::wait_exit(child, 120s);
+  INFO(yt::slurp(tmp / "out.txt"));
+  CHECK(code == 143);
+  const auto status = status_of(dir);
+  CHECK(status["state"] == "stopped");
+  CHECK(status["step"] == paused_at);  // no step trained after the pause
+  CHECK(status["last_checkpoint"]["step"] == paused_at);
+  const Finished resumed = run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
   CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
 }
 
