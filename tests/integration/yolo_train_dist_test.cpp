@@ -32,7 +32,7 @@ const fs::path& dataset() {
 std::vector<std::string> args(const fs::path& project, std::vector<std::string> extra = {}) {
   std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
                                 "workers=1", "project=" + project.string(), "name=run", "save_interval=0",
-                                "verbose=false", "dist_timeout=20"};
+                                "verbose=false", "dist_timeout=20", "status_interval=0.01"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -94,6 +94,30 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
   for (const auto& e : fs::directory_iterator(tmp / "run")) entries += e.path().filename() != "weights";
   CHECK(entries == 4);  // args.yaml, results.csv, status.json, train.log: rank 1 wrote nothing
   CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
+}
+
+TEST_CASE("SIGTERM to torchrun stops every rank at one step with one checkpoint and no process left", "[integration]") {
+  if (!have_torchrun()) return;
+  yt::TempDir tmp;
+  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
+                                  "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
+                                  "--no_python"};
+  for (const auto& a : args(tmp.path(), {"epochs=20"})) cmd.push_back(a);
+  yt::Child child = yt::spawn(cmd, tmp / "out.txt");
+  const pid_t group = child.pid;
+  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  kill(child.pid, SIGTERM);
+  yt::wait_exit(child, 120s);
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  const auto status = yt::status_of(tmp / "run");
+  CHECK(status["state"] == "stopped");
+  CHECK(status["last_checkpoint"]["step"] == status["step"]);
+  CHECK(out.find("stopped (SIGTERM)") != std::string::npos);  // rank 0 speaks for both
+  CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
+  const yt::Finished resumed = yt::run_to_end(args(tmp.path(), {"epochs=3", "resume=true"}), tmp / "r.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
 }
 
 TEST_CASE("SIGTERM to one rank stops both at the same step and the run resumes on 1 or 2 ranks", "[integration]") {
