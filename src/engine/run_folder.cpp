@@ -1,11 +1,21 @@
 #include "run_folder.hpp"
 
 #include <cstdio>
+#include <iostream>
 
+#include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
+
+fs::path data_yaml(const TrainConfig& cfg) {
+  if (cfg.data != "shapes" && !cfg.data.empty()) return cfg.data;
+  const fs::path dir = fs::path(cfg.project) / ".shapes";
+  if (fs::exists(dir / "data.yaml")) return dir / "data.yaml";
+  std::cout << "data=shapes: writing the built-in synthetic dataset to " << dir.string() << std::endl;
+  return data::write_shapes_dataset(dir, data::ShapesOptions{});
+}
 
 fs::path make_run_dir(const fs::path& project, const std::string& name, bool exist_ok) {
   fs::path dir = project / name;

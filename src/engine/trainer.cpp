@@ -26,7 +26,6 @@
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/data/rng.hpp"
-#include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/model_ema.hpp"
 #include "yolotrain/dist/process_group.hpp"
 #include "yolotrain/dist/watchdog.hpp"
@@ -90,13 +89,6 @@ std::string exact(double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%a", v);  // hex float: round-trips bit for bit
   return buf;
-}
-
-fs::path shapes_dataset(const TrainConfig& cfg) {
-  const fs::path dir = fs::path(cfg.project) / ".shapes";
-  if (fs::exists(dir / "data.yaml")) return dir / "data.yaml";
-  std::cout << "data=shapes: writing the built-in synthetic dataset to " << dir.string() << std::endl;
-  return data::write_shapes_dataset(dir, data::ShapesOptions{});
 }
 
 }  // namespace
@@ -260,7 +252,11 @@ void Trainer::Run::adopt_stored_config() {
 }
 
 void Trainer::Run::load_data() {
-  const fs::path yaml = cfg.data == "shapes" || cfg.data.empty() ? shapes_dataset(cfg) : fs::path(cfg.data);
+  if (ranks.active()) {  // rank 0 writes the built-in set on first use while the others wait
+    if (ranks.leader()) data_yaml(cfg);
+    ranks.barrier();
+  }
+  const fs::path yaml = data_yaml(cfg);
   if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
   data_config = data::load_data_yaml(yaml);
   train_set = data::load_split(data_config, "train");

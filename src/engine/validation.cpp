@@ -1,5 +1,7 @@
 #include "validation.hpp"
 
+#include "run_folder.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -183,7 +185,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   const LoadedWeights weights = load_val_weights(cfg);
   if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
   else torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  const fs::path yaml(cfg.data);
+  const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");

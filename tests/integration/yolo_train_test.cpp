@@ -378,4 +378,10 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
     CAPTURE(loss);
     CHECK(rows.back()[loss] < 0.8 * rows.front()[loss]);
   }
+  // `val` finds the built-in set from the checkpoint's data=shapes and project.
+  const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "shapes" / "weights" / "best.ytckpt").string()},
+                                  tmp / "val.txt");
+  INFO(val.output);
+  CHECK(val.code == 0);
+  CHECK_THAT(val.output, Catch::Contains("                   all         64"));
 }
