@@ -99,6 +99,12 @@ for mode in cache offload exit; do
   echo "$mode paused: nvidia-smi apps: $(gpu_mem)"
   kill -TERM $pid; wait $pid; echo "$mode: stopped while paused, exit $?"
 done
+step "yolo_train on CUDA: throughput at 640, batch 16, with and without AMP; val on CUDA"
+for amp in true false bf16; do
+  timeout 300 $build/bench/train_bench imgsz=640 batch=16 steps=30 device=cuda workers=8 amp=$amp 2>&1 |
+    grep '^imgsz' | sed "s/^/amp=$amp /"
+done
+$yt val model="$out/runs/full/weights/best.ytckpt" device=cuda | tail -3
 [ -n "${YT_GPU_QUICK:-}" ] && exit 0
 
 step "unit and integration tests (CPU paths) on this machine"
