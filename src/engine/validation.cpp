@@ -171,6 +171,7 @@ TrainConfig val_config(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a.rfind("model=", 0) == 0 && ends_with(a, ".ytckpt") && fs::is_regular_file(a.substr(6))) {
       cfg.load_yaml_text(lc::CheckpointStore::load(a.substr(6)).meta.config, a.substr(6));
+      cfg.verbose = true;  // the per-class table, whatever the training run printed
     }
   }
   for (const auto& a : args) {
