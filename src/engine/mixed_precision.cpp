@@ -2,8 +2,34 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <torch/version.h>
 
 namespace yolotrain::engine {
+namespace {
+
+// libtorch 2.4 replaced the per-backend autocast calls (set_enabled, set_cpu_enabled, ...) with
+// ones taking the device type; the old ones are deprecated there.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+void set_autocast_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on); }
+at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+void set_autocast_dtype(bool cuda, at::ScalarType t) { at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t); }
+#else
+bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
+void set_autocast_enabled(bool cuda, bool on) {
+  if (cuda) at::autocast::set_enabled(on);
+  else at::autocast::set_cpu_enabled(on);
+}
+at::ScalarType autocast_dtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void set_autocast_dtype(bool cuda, at::ScalarType t) {
+  if (cuda) at::autocast::set_autocast_gpu_dtype(t);
+  else at::autocast::set_autocast_cpu_dtype(t);
+}
+#endif
+
+}  // namespace
 
 AmpMode amp_mode(const std::string& amp, const torch::Device& device) {
   if (amp == "bf16") return AmpMode::Bf16;
@@ -16,30 +42,18 @@ AutocastScope::AutocastScope(AmpMode mode, const torch::Device& device) {
   active_ = true;
   cuda_ = device.is_cuda();
   const at::ScalarType dtype = mode == AmpMode::Bf16 ? at::kBFloat16 : at::kHalf;
-  if (cuda_) {
-    was_enabled_ = at::autocast::is_enabled();
-    was_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_autocast_gpu_dtype(dtype);
-    at::autocast::set_enabled(true);
-  } else {
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_autocast_cpu_dtype(dtype);
-    at::autocast::set_cpu_enabled(true);
-  }
+  was_enabled_ = autocast_enabled(cuda_);
+  was_dtype_ = autocast_dtype(cuda_);
+  set_autocast_dtype(cuda_, dtype);
+  set_autocast_enabled(cuda_, true);
   at::autocast::increment_nesting();
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (cuda_) {
-    at::autocast::set_enabled(was_enabled_);
-    at::autocast::set_autocast_gpu_dtype(was_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(was_dtype_);
-  }
+  set_autocast_enabled(cuda_, was_enabled_);
+  set_autocast_dtype(cuda_, was_dtype_);
 }
 
 at::Tensor GradScaler::scale(const at::Tensor& loss) const {
