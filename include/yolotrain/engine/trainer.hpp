@@ -107,9 +107,9 @@ class Trainer {
   TrainerCallbacks callbacks_;
 };
 
-/// Lets ATen use its AVX-512 kernels where the CPU has them (libtorch 1.13 defaults to AVX2:
-/// BatchNorm, SiLU and the loss's elementwise work are faster with AVX-512; a yolov8n step at
-/// imgsz 320 went from 11.9 to 14.2 images/s here). ATen reads the choice once, at its first CPU
+/// Lets ATen use its AVX-512 kernels where the CPU has them (libtorch 1.13 defaults to AVX2 for
+/// its own kernels: BatchNorm, SiLU, the loss's elementwise work; a yolov8n training step at imgsz
+/// 320 went from 11.1 to 11.6 images/s on a quiet machine here). ATen reads the choice once, at its first CPU
 /// kernel, so call this first thing in main(); it does nothing when ATEN_CPU_CAPABILITY is set
 /// already or the CPU lacks AVX-512. Returns whether it set it.
 bool prefer_avx512_kernels();
