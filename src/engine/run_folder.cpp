@@ -1,7 +1,9 @@
 #include "run_folder.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/error.hpp"
@@ -16,6 +18,25 @@ fs::path data_yaml(const TrainConfig& cfg) {
   std::cout << "data=shapes: writing the built-in synthetic dataset to " << dir.string() << std::endl;
   return data::write_shapes_dataset(dir, data::ShapesOptions{});
 }
+
+void merge_classes(data::Dataset& set) {
+  for (auto& r : set.records) {
+    for (auto& b : r.boxes) b.cls = 0;
+  }
+  set.names = {"item"};
+}
+
+std::int64_t stride_multiple(std::int64_t imgsz) { return (imgsz + 31) / 32 * 32; }
+
+namespace {
+int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+}  // namespace
+
+int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine) {
+  return cfg.threads > 0 ? static_cast<int>(cfg.threads) : std::max(1, cores() / std::max(1, ranks_on_machine));
+}
+
+int loader_workers(const TrainConfig& cfg) { return static_cast<int>(std::min<std::int64_t>(cfg.workers, cores())); }
 
 fs::path make_run_dir(const fs::path& project, const std::string& name, bool exist_ok) {
   fs::path dir = project / name;

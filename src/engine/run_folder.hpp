@@ -1,11 +1,13 @@
 #pragma once
 
-// Run folders and results.csv, as Ultralytics lays them out (private to the engine).
+// Run folders and results.csv, as Ultralytics lays them out, and what a run (training or `val`)
+// takes from its arguments: the dataset, the threads, the image size (private to the engine).
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "yolotrain/data/dataset.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
 namespace yolotrain::engine {
@@ -18,6 +20,19 @@ std::filesystem::path make_run_dir(const std::filesystem::path& project, const s
 /// The data.yaml a run reads: `data`, or for data=shapes (or none) the built-in synthetic set in
 /// project/.shapes, written there on first use.
 std::filesystem::path data_yaml(const TrainConfig& cfg);
+
+/// single_cls: every label becomes class 0, named "item".
+void merge_classes(data::Dataset& set);
+
+/// `imgsz` rounded up to a multiple of the largest stride (32).
+std::int64_t stride_multiple(std::int64_t imgsz);
+
+/// Intra-op threads: `threads`, else the cores shared among the ranks on this machine.
+int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine = 1);
+
+/// Loader threads: `workers`, at most one per core (as Ultralytics: more only fight the
+/// training threads).
+int loader_workers(const TrainConfig& cfg);
 
 /// results.csv's header line (Ultralytics' columns, each right-aligned in 23 characters).
 std::string results_csv_header();

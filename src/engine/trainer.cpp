@@ -271,17 +271,15 @@ void Trainer::Run::load_data() {
     say("fraction=" + std::to_string(cfg.fraction) + ": training on the first " + std::to_string(keep) + " images");
   }
   if (cfg.single_cls) {  // every class becomes class 0, "item"
-    for (data::Dataset* set : {&train_set, &val_set}) {
-      for (auto& r : set->records) for (auto& b : r.boxes) b.cls = 0;
-      set->names = {"item"};
-    }
+    merge_classes(train_set);
+    merge_classes(val_set);
     data_config.names = {"item"};
   }
 }
 
 void Trainer::Run::build() {
   if (cfg.imgsz % 32 != 0) {
-    const std::int64_t rounded = (cfg.imgsz + 31) / 32 * 32;
+    const std::int64_t rounded = stride_multiple(cfg.imgsz);
     say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of 32, updating to " +
         std::to_string(rounded));
     cfg.imgsz = rounded;
@@ -289,8 +287,7 @@ void Trainer::Run::build() {
   const bool cuda = cfg.device.rfind("cuda", 0) == 0 || (cfg.device.empty() && lc::cuda_usable());
   if (cuda && !lc::cuda_usable()) throw ConfigError("device=" + cfg.device + ": no CUDA device is usable here");
   device = cuda ? torch::Device(cfg.device.empty() ? "cuda" : cfg.device) : torch::Device(torch::kCPU);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  torch::set_num_threads(cfg.threads > 0 ? static_cast<int>(cfg.threads) : std::max(1, cores / ranks.local_world_size()));
+  torch::set_num_threads(intra_op_threads(cfg, ranks.local_world_size()));
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   model = nn::DetectionModel(nn::DetectionModelOptions(cfg.model).nc(data_config.nc()).names(data_config.names));
   if (cfg.pretrained != "true" && cfg.pretrained != "false") nn::load_weights(*model, cfg.pretrained, false);
@@ -321,9 +318,7 @@ void Trainer::Run::build() {
   train_opts.rank = ranks.rank();
   train_opts.world_size = ranks.world_size();
   train_opts.imgsz = static_cast<int>(cfg.imgsz);
-  // As Ultralytics: no more loader threads than cores (more only fight the training threads).
-  train_opts.workers = static_cast<int>(
-      std::min<std::int64_t>(cfg.workers, std::max(1u, std::thread::hardware_concurrency())));
+  train_opts.workers = loader_workers(cfg);
   train_opts.seed = static_cast<std::uint64_t>(cfg.seed);
   train_opts.hyp = {cfg.hsv_h, cfg.hsv_s, cfg.hsv_v, cfg.degrees, cfg.translate, cfg.scale, cfg.shear,
                     cfg.perspective, cfg.flipud, cfg.fliplr, cfg.mosaic, cfg.mixup};

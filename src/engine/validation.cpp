@@ -170,7 +170,7 @@ TrainConfig val_config(const std::vector<std::string>& args) {
   TrainConfig cfg;
   for (const auto& a : args) {
     if (a.rfind("model=", 0) == 0 && ends_with(a, ".ytckpt") && fs::is_regular_file(a.substr(6))) {
-      cfg.load_yaml_text(lc::CheckpointStore::load(a.substr(6)).meta.config, a.substr(6));
+      cfg.load_yaml_text(lc::CheckpointStore::read_meta(a.substr(6)).config, a.substr(6));  // no tensors
       cfg.verbose = true;  // the per-class table, whatever the training run printed
     }
   }
@@ -184,21 +184,17 @@ TrainConfig val_config(const std::vector<std::string>& args) {
 
 ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
   const LoadedWeights weights = load_val_weights(cfg);
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
-  else torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  torch::set_num_threads(intra_op_threads(cfg));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   const std::int64_t nc = nc_from_weights(weights.tensors, cfg.model);
-  std::vector<std::string> names = data_config.names;
-  if (cfg.single_cls) names = {"item"};
+  if (cfg.single_cls) merge_classes(set);
+  const std::vector<std::string>& names = set.names;
   if (static_cast<std::int64_t>(names.size()) != nc) {
     throw ConfigError("model=" + cfg.model + " predicts " + std::to_string(nc) + " classes but data=" + cfg.data +
                       " has " + std::to_string(names.size()) + "; validate on the dataset it was trained on");
-  }
-  if (cfg.single_cls) {
-    for (auto& r : set.records) for (auto& b : r.boxes) b.cls = 0;
   }
   const bool cuda = cfg.device.rfind("cuda", 0) == 0;
   const torch::Device device = cuda ? torch::Device(cfg.device) : torch::Device(torch::kCPU);
@@ -209,8 +205,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   nn::set_memory_format(*net, format);
   data::LoaderOptions opts;
   opts.batch = static_cast<int>(cfg.batch);
-  opts.imgsz = static_cast<int>((cfg.imgsz + 31) / 32 * 32);
-  opts.workers = static_cast<int>(std::min<std::int64_t>(cfg.workers, std::max(1u, std::thread::hardware_concurrency())));
+  opts.imgsz = static_cast<int>(stride_multiple(cfg.imgsz));
+  opts.workers = loader_workers(cfg);
   opts.augment = false;
   opts.shuffle = false;
   opts.rect = true;

@@ -12,8 +12,8 @@
 #include <cmath>
 #include <thread>
 
-#define DIST_TEST_WORKER "unused"  // dist_test_support.hpp's worker; these tests start yolo_train
-#include "dist_test_support.hpp"
+#include "test_support.hpp"
+#include "tiny_shapes.hpp"
 
 namespace fs = std::filesystem;
 namespace yt = yolotrain::test;
@@ -21,13 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// 16 training and 8 validation images of 64 px (the same set as yolo_train_test.cpp).
-const fs::path& dataset() {
-  static yt::TempDir dir;
-  static const fs::path yaml =
-      yolotrain::data::write_shapes_dataset(dir / "shapes", yolotrain::data::ShapesOptions{0, 16, 8, 64, 90});
-  return yaml;
-}
+const fs::path& dataset() { return yt::tiny_shapes_dataset(); }
 
 std::vector<std::string> args(const fs::path& project, std::vector<std::string> extra = {}) {
   std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
@@ -61,12 +55,6 @@ std::vector<int> wait_all(std::vector<yt::Child>& ranks, std::chrono::seconds ti
   return codes;
 }
 
-bool have_torchrun() {
-  static const bool have = std::system("/usr/bin/python3 -c 'import torch.distributed.run' >/dev/null 2>&1") == 0;
-  if (!have) WARN("skipped: /usr/bin/python3 cannot import torch.distributed.run (install python3-torch)");
-  return have;
-}
-
 std::string outputs(const fs::path& project) {
   return yt::slurp(project / "rank0.txt") + "\n----- rank 1 -----\n" + yt::slurp(project / "rank1.txt");
 }
@@ -74,7 +62,10 @@ std::string outputs(const fs::path& project) {
 }  // namespace
 
 TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set of run files", "[integration]") {
-  if (!have_torchrun()) return;
+  if (const auto missing = yt::torchrun_missing()) {
+    WARN(*missing);
+    return;
+  }
   yt::TempDir tmp;
   std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
                                   "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
@@ -97,7 +88,10 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
 }
 
 TEST_CASE("SIGTERM to torchrun stops every rank at one step with one checkpoint and no process left", "[integration]") {
-  if (!have_torchrun()) return;
+  if (const auto missing = yt::torchrun_missing()) {
+    WARN(*missing);
+    return;
+  }
   yt::TempDir tmp;
   std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
                                   "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
@@ -205,7 +199,10 @@ TEST_CASE("two ranks of batch b step like one process of batch 2b", "[integratio
 }
 
 TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the run resumes to the end", "[integration]") {
-  if (!have_torchrun()) return;
+  if (const auto missing = yt::torchrun_missing()) {
+    WARN(*missing);
+    return;
+  }
   yt::TempDir tmp;
   std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2", "--max_restarts=1",
                                   "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",

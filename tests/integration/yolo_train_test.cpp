@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "test_support.hpp"
+#include "tiny_shapes.hpp"
 
 namespace fs = std::filesystem;
 namespace yt = yolotrain::test;
@@ -32,13 +33,7 @@ using yt::reached_step;
 using yt::run_to_end;
 using yt::status_of;
 
-// One tiny dataset per test process: 16 training and 8 validation images of 64 px.
-const fs::path& dataset() {
-  static yt::TempDir dir;
-  static const fs::path yaml =
-      yolotrain::data::write_shapes_dataset(dir / "shapes", yolotrain::data::ShapesOptions{0, 16, 8, 64, 90});
-  return yaml;
-}
+const fs::path& dataset() { return yt::tiny_shapes_dataset(); }
 
 std::vector<std::string> train_args(const fs::path& project, std::vector<std::string> extra = {}) {
   std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",

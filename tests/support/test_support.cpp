@@ -1,8 +1,11 @@
 #include "test_support.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,5 +143,42 @@ double cpu_seconds(pid_t pid) {
 }
 
 bool process_group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("free_port: no socket");
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+ScopedEnv::ScopedEnv(const std::map<std::string, std::optional<std::string>>& vars) {
+  for (const auto& [name, value] : vars) {
+    const char* old = std::getenv(name.c_str());
+    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value) setenv(name.c_str(), value->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  for (const auto& [name, value] : saved_) {
+    if (value) setenv(name.c_str(), value->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+}
+
+std::optional<std::string> torchrun_missing() {
+  static const bool have = std::system("/usr/bin/python3 -c 'import torch.distributed.run' >/dev/null 2>&1") == 0;
+  if (have) return std::nullopt;
+  return std::string("skipped: /usr/bin/python3 cannot import torch.distributed.run (install python3-torch)");
+}
 
 }  // namespace yolotrain::test

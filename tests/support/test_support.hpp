@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,5 +78,24 @@ double cpu_seconds(pid_t pid);
 
 /// True when some process is still in process group `pgid`.
 bool process_group_alive(pid_t pgid);
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
+int free_port();
+
+/// Sets (or, with nothing, unsets) environment variables; puts the old values back on destruction.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::map<std::string, std::optional<std::string>>& vars);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+/// Why torchrun cannot run here (the system python3 lacks torch.distributed.run: install
+/// python3-torch), or nothing when it can. Checked once.
+std::optional<std::string> torchrun_missing();
 
 }  // namespace yolotrain::test

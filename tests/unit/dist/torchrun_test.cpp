@@ -15,14 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// True when the system's python3 has torch.distributed.run (Debian's python3-torch).
-bool have_torchrun() {
-  static const bool have =
-      std::system("/usr/bin/python3 -c 'import torch.distributed.run' >/dev/null 2>&1") == 0;
-  if (!have) WARN("skipped: /usr/bin/python3 cannot import torch.distributed.run (install python3-torch)");
-  return have;
-}
-
 int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
@@ -32,7 +24,10 @@ int count(const std::string& text, const std::string& what) {
 }  // namespace
 
 TEST_CASE("torchrun: collectives through torchrun's store - dashed option spellings", "[dist]") {
-  if (!have_torchrun()) return;
+  if (const auto missing = yt::torchrun_missing()) {
+    WARN(*missing);
+    return;
+  }
   yt::TempDir tmp;
   // Torch 1.13 knows only --nproc_per_node, --master_port, --no_python: the launcher translates.
   const auto r = yt::run_to_end({YOLOTRAIN_TORCHRUN, "--nproc-per-node=2", "--master-port",
@@ -47,7 +42,10 @@ TEST_CASE("torchrun: collectives through torchrun's store - dashed option spelli
 }
 
 TEST_CASE("torchrun: SIGTERM to torchrun stops both workers at the same step", "[dist]") {
-  if (!have_torchrun()) return;
+  if (const auto missing = yt::torchrun_missing()) {
+    WARN(*missing);
+    return;
+  }
   yt::TempDir tmp;
   yt::Child child = yt::spawn({YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
                                "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",

@@ -1,0 +1,18 @@
+#pragma once
+// The dataset of the yolo_train integration tests: 16 training and 8 validation images of 64 px
+// from the built-in shapes generator, written once per test process.
+#include <filesystem>
+
+#include "test_support.hpp"
+#include "yolotrain/data/synthetic.hpp"
+
+namespace yolotrain::test {
+
+inline const std::filesystem::path& tiny_shapes_dataset() {
+  static TempDir dir;
+  static const std::filesystem::path yaml =
+      data::write_shapes_dataset(dir / "shapes", data::ShapesOptions{0, 16, 8, 64, 90});
+  return yaml;
+}
+
+}  // namespace yolotrain::test
