@@ -32,6 +32,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/host_memory.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/nn/memory_format.hpp"
@@ -512,6 +513,7 @@ Trainer::Run::PauseEnd Trainer::Run::pause() {
     rehome_optimizer_state(*optimizer, choice.name);
   }
   lc::cuda_release_cached();
+  lc::release_freed_host_memory();
   say("paused at step " + std::to_string(step()) + " (" + lc::describe(lc::cuda_memory()) + ")");
   set_state(lc::RunState::Paused);
   const dist::AgreedRequests ended = ranks.wait_while_paused(token);
@@ -859,8 +861,20 @@ Trainer::Trainer(TrainConfig config, TrainerCallbacks callbacks)
 
 Trainer::~Trainer() = default;
 
+namespace {
+
+// Freed activations stay in the process for the next step instead of being page-faulted in again
+// (15-30 % of a CPU step); they go back to the kernel when the run ends.
+struct KeepFreedHostMemory {
+  KeepFreedHostMemory() { lc::keep_freed_host_memory(); }
+  ~KeepFreedHostMemory() { lc::release_freed_host_memory(); }
+};
+
+}  // namespace
+
 RunResult Trainer::run(lc::ControlToken& token) {
   lc::CudaGuard guard;
+  KeepFreedHostMemory host_memory;
   Run run(config_, callbacks_, token);
   RunResult result;
   try {
