@@ -24,6 +24,7 @@ RankGroup::~RankGroup() = default;
 int RankGroup::rank() const { return group_ ? group_->rank() : 0; }
 int RankGroup::world_size() const { return group_ ? group_->world_size() : 1; }
 int RankGroup::local_world_size() const { return group_ ? group_->env().local_world_size : 1; }
+int RankGroup::local_rank() const { return group_ ? group_->env().local_rank : 0; }
 
 dist::AgreedRequests RankGroup::agree(lifecycle::ControlToken& token) {
   if (group_) return dist::agree_requests(*group_, token);

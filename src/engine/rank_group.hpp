@@ -31,6 +31,8 @@ class RankGroup {
   int rank() const;
   int world_size() const;
   int local_world_size() const;
+  /// This process's index among the ranks on its machine (its GPU under torchrun).
+  int local_rank() const;
   /// Rank 0: the one that validates and writes the run folder.
   bool leader() const { return rank() == 0; }
 

@@ -5,8 +5,11 @@
 #include <iostream>
 #include <thread>
 
+#include <torch/cuda.h>
+
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/cuda_guard.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -34,6 +37,41 @@ int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurr
 
 int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine) {
   return cfg.threads > 0 ? static_cast<int>(cfg.threads) : std::max(1, cores() / std::max(1, ranks_on_machine));
+}
+
+namespace {
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.size() < 4 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+c10::Device run_device(const std::string& device, int local_rank) {
+  if (device == "cpu") return c10::Device(c10::kCPU);
+  if (device.empty() && !lifecycle::cuda_usable()) return c10::Device(c10::kCPU);
+  int index = local_rank;
+  if (device.rfind("cuda:", 0) == 0 && all_digits(device.substr(5))) {
+    index = std::stoi(device.substr(5));
+  } else if (all_digits(device)) {
+    index = std::stoi(device);  // Ultralytics' device=0
+  } else if (device.find(',') != std::string::npos) {
+    throw ConfigError("device=" + device + ": one process trains on one GPU; for several, start one process per GPU "
+                      "with torchrun (scripts/torchrun --nproc-per-node N ..., docs/dist.md)");
+  } else if (!device.empty() && device != "cuda") {
+    throw ConfigError("device=" + device + ": expected cpu, cuda, cuda:N or a GPU index N (empty: a GPU when one is "
+                      "usable, else the CPU)");
+  }
+  if (!lifecycle::cuda_usable()) {
+    throw ConfigError("device=" + device + ": no CUDA device is usable here" +
+                      (lifecycle::built_with_cuda() ? "" : " (this build's libtorch has no CUDA)") + "; use device=cpu");
+  }
+  const int count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count) {
+    throw ConfigError("device=" + (device.empty() ? std::string("cuda") : device) + ": GPU " + std::to_string(index) +
+                      " does not exist (" + std::to_string(count) + " visible)");
+  }
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
 int loader_workers(const TrainConfig& cfg) { return static_cast<int>(std::min<std::int64_t>(cfg.workers, cores())); }

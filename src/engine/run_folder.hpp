@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
@@ -29,6 +31,12 @@ std::int64_t stride_multiple(std::int64_t imgsz);
 
 /// Intra-op threads: `threads`, else the cores shared among the ranks on this machine.
 int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine = 1);
+
+/// The device `device` names, as Ultralytics spells it: "" (cuda when usable, else cpu), cpu,
+/// cuda, cuda:N or N. Without an index the GPU is `local_rank`'s (one per process under torchrun).
+/// Throws ConfigError for another spelling, several GPUs ("0,1": one process each), an unusable
+/// CUDA or an index beyond the devices present.
+c10::Device run_device(const std::string& device, int local_rank = 0);
 
 /// Loader threads: `workers`, at most one per core (as Ultralytics: more only fight the
 /// training threads).

@@ -48,7 +48,7 @@ const std::vector<Spec>& specs() {
       {"save", &C::save, "save checkpoints and results"},
       {"save_period", &C::save_period, "save epoch<N>.pt every N epochs; -1: off", -1, 1e6},
       {"cache", &C::cache, "cache decoded images: false | ram", -kInf, kInf, {"false", "ram"}},
-      {"device", &C::device, "'' (GPU when available), cpu, cuda or cuda:N"},
+      {"device", &C::device, "'' (GPU when available), cpu, cuda, cuda:N or N (a GPU index)"},
       {"workers", &C::workers, "data loader threads", 0, 256},
       {"project", &C::project, "folder of run folders"},
       {"name", &C::name, "run folder name (train, train2, ... unless exist_ok)"},

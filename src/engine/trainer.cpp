@@ -285,9 +285,7 @@ void Trainer::Run::build() {
         std::to_string(rounded));
     cfg.imgsz = rounded;
   }
-  const bool cuda = cfg.device.rfind("cuda", 0) == 0 || (cfg.device.empty() && lc::cuda_usable());
-  if (cuda && !lc::cuda_usable()) throw ConfigError("device=" + cfg.device + ": no CUDA device is usable here");
-  device = cuda ? torch::Device(cfg.device.empty() ? "cuda" : cfg.device) : torch::Device(torch::kCPU);
+  device = run_device(cfg.device, ranks.local_rank());
   torch::set_num_threads(intra_op_threads(cfg, ranks.local_world_size()));
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   model = nn::DetectionModel(nn::DetectionModelOptions(cfg.model).nc(data_config.nc()).names(data_config.names));

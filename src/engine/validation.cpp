@@ -196,8 +196,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
     throw ConfigError("model=" + cfg.model + " predicts " + std::to_string(nc) + " classes but data=" + cfg.data +
                       " has " + std::to_string(names.size()) + "; validate on the dataset it was trained on");
   }
-  const bool cuda = cfg.device.rfind("cuda", 0) == 0;
-  const torch::Device device = cuda ? torch::Device(cfg.device) : torch::Device(torch::kCPU);
+  const torch::Device device = run_device(cfg.device);
   nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names));
   nn::load_state_dict(*net, weights.tensors, true, cfg.model);
   net->to(device);

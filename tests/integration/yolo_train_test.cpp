@@ -184,6 +184,7 @@ TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]
       {{YOLO_TRAIN_PATH, "fly"}, "unknown mode 'fly'"},
       {train_args(tmp / "p", {"model=" + (tmp / "bad.yaml").string()}), "bad.yaml"},
       {train_args("/proc/yolotrain-runs"), "cannot create the run folder /proc/yolotrain-runs/run"},
+      {train_args(tmp / "p", {"device=mps"}), "device=mps: expected cpu, cuda, cuda:N"},
   };
   yolotrain::lifecycle::atomic_write(tmp / "bad.yaml", "nc: 3\nbackbone:\n  - [-1, 1, Nope, [16, 3, 2]]\nhead: []\n");
   for (const auto& [args, message] : cases) {

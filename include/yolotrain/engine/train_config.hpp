@@ -35,7 +35,7 @@ struct TrainConfig {
   bool save = true;
   std::int64_t save_period = -1;   ///< epochs between epoch<N> checkpoints; -1: off
   std::string cache = "false";     ///< false | ram
-  std::string device = "";         ///< "" (cuda:0 when available, else cpu), cpu, cuda, cuda:N
+  std::string device = "";         ///< "" (a GPU when usable, else cpu), cpu, cuda, cuda:N, N
   std::int64_t workers = 8;        ///< data loader threads
   std::string project = "runs/detect";
   std::string name = "train";
