@@ -128,7 +128,7 @@ TEST_CASE("SIGUSR1 pauses without using the CPU and SIGUSR2 resumes", "[integrat
   yt::Child child = yt::spawn(args(dir, {"--step-delay-ms", "5"}), tmp / "out.txt");
   REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));
   kill(child.pid, SIGUSR1);
-  REQUIRE(yt::wait_until([&] { return in_state(dir, "paused"); }, 30s));
+  REQUIRE(yt::wait_for_state(dir, "paused", 30s));
   const auto paused_at = status_of(dir)["step"].get<std::int64_t>();
   CHECK(status_of(dir)["last_checkpoint"]["step"] == paused_at);  // a pause saves first
   const double cpu_before = yt::cpu_seconds(child.pid);

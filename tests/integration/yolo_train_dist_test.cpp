@@ -99,7 +99,7 @@ TEST_CASE("SIGTERM to torchrun stops every rank at one step with one checkpoint 
   for (const auto& a : args(tmp.path(), {"epochs=20"})) cmd.push_back(a);
   yt::Child child = yt::spawn(cmd, tmp / "out.txt");
   const pid_t group = child.pid;
-  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  REQUIRE(yt::wait_for_step(tmp / "run", 2));
   kill(child.pid, SIGTERM);
   yt::wait_exit(child, 120s);
   const std::string out = yt::slurp(tmp / "out.txt");
@@ -117,7 +117,7 @@ TEST_CASE("SIGTERM to torchrun stops every rank at one step with one checkpoint 
 TEST_CASE("SIGTERM to one rank stops both at the same step and the run resumes on 1 or 2 ranks", "[integration]") {
   yt::TempDir tmp;
   auto ranks = start_ranks(tmp.path(), {});
-  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  REQUIRE(yt::wait_for_step(tmp / "run", 2));
   kill(ranks[1].pid, SIGTERM);
   const auto codes = wait_all(ranks, 60s);
   INFO(outputs(tmp.path()));
@@ -145,7 +145,7 @@ TEST_CASE("SIGTERM to one rank stops both at the same step and the run resumes o
 TEST_CASE("a pause sent to one rank pauses both and a resume sent to the other resumes both", "[integration]") {
   yt::TempDir tmp;
   auto ranks = start_ranks(tmp.path(), {});
-  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  REQUIRE(yt::wait_for_step(tmp / "run", 2));
   kill(ranks[1].pid, SIGUSR1);
   REQUIRE(yt::wait_until([&] { return yt::status_of(tmp / "run")["state"] == "paused"; }, 60s));
   const double cpu0 = yt::cpu_seconds(ranks[0].pid), cpu1 = yt::cpu_seconds(ranks[1].pid);
@@ -161,7 +161,7 @@ TEST_CASE("a pause sent to one rank pauses both and a resume sent to the other r
 TEST_CASE("a killed rank makes the other exit 69 naming it instead of hanging", "[integration]") {
   yt::TempDir tmp;
   auto ranks = start_ranks(tmp.path(), {"epochs=50"});
-  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 2); }, 120s));
+  REQUIRE(yt::wait_for_step(tmp / "run", 2));
   kill(ranks[1].pid, SIGKILL);
   const auto t0 = std::chrono::steady_clock::now();
   const int code = yt::wait_exit(ranks[0], 60s).value_or(-1);
@@ -209,7 +209,7 @@ TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the ru
                                   "--no_python"};
   for (const auto& a : args(tmp.path(), {"epochs=3", "resume=true", "save_interval=0.1"})) cmd.push_back(a);
   yt::Child child = yt::spawn(cmd, tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return yt::reached_step(tmp / "run", 3); }, 120s));
+  REQUIRE(yt::wait_for_step(tmp / "run", 3));
   const int rank0 = yt::status_of(tmp / "run")["pid"];
   kill(rank0, SIGKILL);
   const int code = yt::wait_exit(child, 300s).value_or(-1);

@@ -96,7 +96,7 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out1.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 3); }, 120s));
+  REQUIRE(yt::wait_for_step(dir, 3));
   kill(child.pid, SIGTERM);
   const auto code = yt::wait_exit(child, 120s);
   const std::string out = yt::slurp(tmp / "out1.txt");
@@ -140,9 +140,9 @@ TEST_CASE("a pause and resume leave the result unchanged", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 2); }, 120s));
+  REQUIRE(yt::wait_for_step(dir, 2));
   kill(child.pid, SIGUSR1);
-  REQUIRE(yt::wait_until([&] { return status_of(dir)["state"] == "paused"; }, 120s));
+  REQUIRE(yt::wait_for_state(dir, "paused"));
   const double cpu = yt::cpu_seconds(child.pid);
   std::this_thread::sleep_for(500ms);
   CHECK(yt::cpu_seconds(child.pid) - cpu < 0.05);
@@ -157,9 +157,9 @@ TEST_CASE("SIGTERM while paused stops at the paused step and the run resumes exa
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 2); }, 120s));
+  REQUIRE(yt::wait_for_step(dir, 2));
   kill(child.pid, SIGUSR1);
-  REQUIRE(yt::wait_until([&] { return status_of(dir)["state"] == "paused"; }, 120s));
+  REQUIRE(yt::wait_for_state(dir, "paused"));
   const std::int64_t paused_at = status_of(dir)["step"];
   kill(child.pid, SIGTERM);
   const auto code = yt::wait_exit(child, 120s);
@@ -254,7 +254,7 @@ TEST_CASE("a corrupt newest checkpoint falls back to the previous one and still 
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(train_args(tmp.path(), {"save_interval=0.01"}), tmp / "out1.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 2); }, 120s));
+  REQUIRE(yt::wait_for_step(dir, 2));
   kill(child.pid, SIGTERM);
   CHECK(yt::wait_exit(child, 120s) == 143);
   yolotrain::lifecycle::CheckpointStore store({dir / "weights", 2, "", "last", {}});
@@ -275,7 +275,7 @@ TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the 
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out1.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 3); }, 120s));
+  REQUIRE(yt::wait_for_step(dir, 3));
   kill(child.pid, SIGINT);
   CHECK(yt::wait_exit(child, 120s) == 130);
   const Finished resumed = run_to_end({YOLO_TRAIN_PATH, "model=" + (dir / "weights" / "last.pt").string(), "resume=True"},

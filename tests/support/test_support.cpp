@@ -114,6 +114,14 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds tim
   return true;
 }
 
+bool wait_for_step(const fs::path& dir, std::int64_t step, std::chrono::milliseconds timeout) {
+  return wait_until([&] { return reached_step(dir, step); }, timeout);
+}
+
+bool wait_for_state(const fs::path& dir, const std::string& state, std::chrono::milliseconds timeout) {
+  return wait_until([&] { return in_state(dir, state); }, timeout);
+}
+
 std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;

@@ -67,6 +67,13 @@ bool in_state(const std::filesystem::path& dir, const std::string& state);
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds poll = std::chrono::milliseconds(5));
 
+/// True once status.json in `dir` reports at least `step` (false after `timeout`).
+bool wait_for_step(const std::filesystem::path& dir, std::int64_t step,
+                   std::chrono::milliseconds timeout = std::chrono::minutes(2));
+/// True once status.json in `dir` reports `state` (false after `timeout`).
+bool wait_for_state(const std::filesystem::path& dir, const std::string& state,
+                    std::chrono::milliseconds timeout = std::chrono::minutes(2));
+
 /// The file's content ("" if it cannot be read).
 std::string slurp(const std::filesystem::path& path);
 
