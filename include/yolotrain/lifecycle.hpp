@@ -7,6 +7,7 @@
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/control_token.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/host_memory.hpp"
 #include "yolotrain/lifecycle/run_status.hpp"
 #include "yolotrain/lifecycle/safetensors.hpp"
 #include "yolotrain/lifecycle/sha256.hpp"
