@@ -64,7 +64,8 @@ LetterboxInfo letterbox(Labelled& s, int new_h, int new_w, bool auto_pad, bool s
   const int h = s.image.height, w = s.image.width;
   double r = std::min(static_cast<double>(new_h) / h, static_cast<double>(new_w) / w);
   if (!scaleup) r = std::min(r, 1.0);
-  const int uw = static_cast<int>(std::lround(w * r)), uh = static_cast<int>(std::lround(h * r));
+  // Python's round (half to even), as Ultralytics' new_unpad: 481 px at r 0.5 -> 240, not 241.
+  const int uw = static_cast<int>(std::nearbyint(w * r)), uh = static_cast<int>(std::nearbyint(h * r));
   double dw = new_w - uw, dh = new_h - uh;
   if (auto_pad) dw = std::fmod(dw, stride), dh = std::fmod(dh, stride);
   dw /= 2, dh /= 2;

@@ -93,7 +93,7 @@ void save_adam_like(torch::optim::Optimizer& opt, lifecycle::NamedTensors& out, 
 
 OptimizerChoice choose_optimizer(const TrainConfig& cfg, std::int64_t train_images, std::int64_t nc) {
   OptimizerChoice c{cfg.optimizer, cfg.lr0, cfg.momentum, cfg.warmup_bias_lr, cfg.weight_decay};
-  const std::int64_t accumulate = std::max<std::int64_t>(std::llround(double(cfg.nbs) / double(cfg.batch)), 1);
+  const std::int64_t accumulate = std::max<std::int64_t>(python_round(double(cfg.nbs) / double(cfg.batch)), 1);
   c.weight_decay = cfg.weight_decay * double(cfg.batch) * double(accumulate) / double(cfg.nbs);
   if (cfg.optimizer == "auto") {
     const auto per_epoch = static_cast<std::int64_t>(
@@ -198,6 +198,19 @@ double interp(double x, double x1, double y0, double y1) {
   if (x <= 0) return y0;
   if (x >= x1) return y1;
   return y0 + (y1 - y0) * x / x1;
+}
+
+std::int64_t python_round(double x) { return static_cast<std::int64_t>(std::nearbyint(x)); }
+
+std::int64_t warmup_iterations(const TrainConfig& cfg, std::int64_t nb) {
+  return std::max<std::int64_t>(python_round(cfg.warmup_epochs * double(nb)), 100);
+}
+
+std::int64_t accumulate_at(const TrainConfig& cfg, std::int64_t ni, std::int64_t nb) {
+  const double full = double(cfg.nbs) / double(cfg.batch);
+  const std::int64_t nw = warmup_iterations(cfg, nb);
+  if (ni <= nw) return std::max<std::int64_t>(1, python_round(interp(double(ni), double(nw), 1.0, full)));
+  return std::max<std::int64_t>(python_round(full), 1);
 }
 
 }  // namespace yolotrain::engine

@@ -55,5 +55,13 @@ void rehome_optimizer_state(torch::optim::Optimizer& opt, const std::string& nam
 double lr_factor(const TrainConfig& cfg, std::int64_t epoch, std::int64_t epochs);
 /// numpy.interp(x, [0, x1], [y0, y1]) clamped.
 double interp(double x, double x1, double y0, double y1);
+/// Python's round() and numpy's: to the nearest integer, halves to even (2.5 -> 2, 3.5 -> 4).
+std::int64_t python_round(double x);
+
+/// Warm-up iterations: max(round(warmup_epochs * nb), 100), nb = batches per epoch.
+std::int64_t warmup_iterations(const TrainConfig& cfg, std::int64_t nb);
+/// Batches accumulated per optimizer step at global iteration `ni`: round(nbs / batch), ramped
+/// from 1 as round(interp(ni, [0, nw], [1, nbs / batch])) during the warm-up.
+std::int64_t accumulate_at(const TrainConfig& cfg, std::int64_t ni, std::int64_t nb);
 
 }  // namespace yolotrain::engine

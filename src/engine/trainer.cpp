@@ -156,7 +156,6 @@ struct Trainer::Run {
   void final_eval();
   void report_saved();
   void schedule(std::int64_t ni);
-  std::int64_t accumulate_at(std::int64_t ni) const;
   void optimizer_step();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
   enum class PauseEnd { Resumed, Stopped, Exit };
@@ -265,7 +264,7 @@ void Trainer::Run::load_data() {
   say("train: " + train_set.report.summary());
   say("val: " + val_set.report.summary());
   if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
-    const auto keep = static_cast<std::size_t>(std::llround(cfg.fraction * double(train_set.size())));
+    const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(train_set.size())));
     if (keep == 0) throw ConfigError("fraction=" + exact(cfg.fraction) + " leaves no training image of " +
                                      std::to_string(train_set.size()));
     train_set.records.resize(keep);
@@ -466,15 +465,8 @@ void Trainer::Run::report_saved() {
   if (cb.on_checkpoint) cb.on_checkpoint(saved->first);
 }
 
-std::int64_t Trainer::Run::accumulate_at(std::int64_t ni) const {
-  const double full = double(cfg.nbs) / double(cfg.batch);
-  const std::int64_t nw = std::max<std::int64_t>(std::llround(cfg.warmup_epochs * double(nb)), 100);
-  if (ni <= nw) return std::max<std::int64_t>(1, std::llround(interp(double(ni), double(nw), 1.0, full)));
-  return std::max<std::int64_t>(std::llround(full), 1);
-}
-
 void Trainer::Run::schedule(std::int64_t ni) {
-  const std::int64_t nw = std::max<std::int64_t>(std::llround(cfg.warmup_epochs * double(nb)), 100);
+  const std::int64_t nw = warmup_iterations(cfg, nb);
   const double target = choice.lr * lr_factor(cfg, epoch, cfg.epochs);
   for (std::size_t g = 0; g < 3; ++g) {
     if (ni <= nw) {
@@ -623,7 +615,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   }
   const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
   for (int i = 0; i < 3; ++i) tloss[i] = (tloss[i] * double(batch) + items[i].item<double>()) / double(batch + 1);
-  if (ni - last_opt_step >= accumulate_at(ni)) {
+  if (ni - last_opt_step >= accumulate_at(cfg, ni, nb)) {
     t0 = Clock::now();
     optimizer_step();
     result.timings.optimizer_s += seconds_since(t0);

@@ -57,3 +57,24 @@ TEST_CASE("yolov8n's parameter groups are Ultralytics' 63 biases 64 weights and 
   CHECK(group_lr(*opt, 0) == 0.05);
   CHECK(group_lr(*opt, 1) == 0.01);
 }
+
+TEST_CASE("warm-up iterations and the accumulation ramp round as Python and numpy do", "[engine]") {
+  TrainConfig cfg;  // nbs 64, batch 16, warmup_epochs 3
+  CHECK(python_round(2.5) == 2);
+  CHECK(python_round(3.5) == 4);
+  CHECK(python_round(-0.5) == 0);
+  CHECK(warmup_iterations(cfg, 13) == 100);  // max(round(3 * 13), 100)
+  cfg.warmup_epochs = 2.5;
+  CHECK(warmup_iterations(cfg, 41) == 102);  // round(102.5) = 102
+  cfg.warmup_epochs = 3;
+  // accumulate = round(interp(ni, [0, 100], [1, 4])): 1 + 3 ni / 100
+  CHECK(accumulate_at(cfg, 0, 13) == 1);
+  CHECK(accumulate_at(cfg, 17, 13) == 2);   // 1.51
+  CHECK(accumulate_at(cfg, 50, 13) == 2);   // 2.5: numpy's round gives 2
+  CHECK(accumulate_at(cfg, 51, 13) == 3);   // 2.53
+  CHECK(accumulate_at(cfg, 83, 13) == 3);   // 3.49
+  CHECK(accumulate_at(cfg, 100, 13) == 4);
+  CHECK(accumulate_at(cfg, 5000, 13) == 4);  // round(64 / 16) after the warm-up
+  cfg.batch = 128;
+  CHECK(accumulate_at(cfg, 5000, 13) == 1);  // round(0.5) = 0, at least 1
+}
