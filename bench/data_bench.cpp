@@ -36,7 +36,7 @@ double decode_ms(const std::vector<fs::path>& images, int target, bool resize) {
   const auto t0 = Clock::now();
   for (const auto& p : images) {
     yd::Labelled s{yd::decode_image(p, target), {}};
-    if (resize && target > 0) yd::resize_long_side(s, target, false);
+    if (resize && target > 0) yd::resize_long_side(s, target);
   }
   return 1000 * seconds_since(t0) / images.size();
 }
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       for (const auto& p : bccd) {
         yd::Labelled s{yd::decode_image(p, 0), {}};
-        yd::resize_long_side(s, target, false);
+        yd::resize_long_side(s, target);
       }
       return 1000 * seconds_since(t0) / bccd.size();
     }());

@@ -50,13 +50,13 @@ PixelBox warp_box(const PixelBox& b, const cv::Matx33d& M, bool perspective, int
 
 }  // namespace
 
-void resize_long_side(Labelled& s, int imgsz, bool augment) {
+void resize_long_side(Labelled& s, int imgsz) {
   const int h0 = s.image.height, w0 = s.image.width;
   const double r = static_cast<double>(imgsz) / std::max(h0, w0);
   if (r == 1.0) return;
   const int w = std::min(static_cast<int>(std::ceil(w0 * r)), imgsz);
   const int h = std::min(static_cast<int>(std::ceil(h0 * r)), imgsz);
-  s.image = resized(s.image, w, h, (augment || r > 1) ? cv::INTER_LINEAR : cv::INTER_AREA);
+  s.image = resized(s.image, w, h, cv::INTER_LINEAR);
   scale_boxes(s.boxes, static_cast<double>(w) / w0, static_cast<double>(h) / h0);
 }
 

@@ -26,7 +26,7 @@ Labelled load(const PipelineContext& ctx, std::size_t i) {
     s.image = *cached;
   } else {
     s.image = decode_image(rec.image, opt.dct_scaling ? opt.imgsz : 0);
-    resize_long_side(s, opt.imgsz, opt.augment);
+    resize_long_side(s, opt.imgsz);
     if (ctx.cache) ctx.cache->put(i, std::make_shared<const Image>(s.image));
   }
   const float w = static_cast<float>(s.image.width), h = static_cast<float>(s.image.height);

@@ -41,9 +41,10 @@ struct LetterboxInfo {
   double pad_x = 0, pad_y = 0;      ///< left / top padding in pixels
 };
 
-/// Ultralytics' load_image: resizes so the long side is `imgsz` (w = min(ceil(w0*r), imgsz)),
-/// with INTER_LINEAR when `augment` or enlarging, INTER_AREA otherwise. Boxes are scaled too.
-void resize_long_side(Labelled& sample, int imgsz, bool augment);
+/// Ultralytics' load_image (8.1 and later): resizes so the long side is `imgsz`
+/// (w = min(ceil(w0*r), imgsz)) with INTER_LINEAR, for training and validation alike (8.0 used
+/// INTER_AREA to shrink validation images). Boxes are scaled too.
+void resize_long_side(Labelled& sample, int imgsz);
 
 /// Ultralytics' LetterBox: resize to fit (new_h, new_w) keeping the aspect ratio (never enlarging
 /// when `scaleup` is false), then pad with 114 split evenly (round(d -/+ 0.1)); `auto_pad` pads
