@@ -30,7 +30,9 @@ struct LoaderOptions {
   int close_mosaic = 10;
   bool cache_ram = false;      ///< cache=ram: keep decoded, resized images in memory
   int prefetch_batches = 4;    ///< bounded prefetch: samples at most this many batches ahead
-  bool dct_scaling = true;     ///< decode large JPEGs with DCT scaling
+  /// Decode large JPEGs with DCT scaling (faster; pixels differ slightly from Ultralytics' full
+  /// decode + resize, see docs/data.md). Off: the reference's pixels.
+  bool dct_scaling = false;
   /// Multi-process data parallelism (DistributedSampler's semantics): this process is `rank` of
   /// `world_size` and reads its shard of each epoch's order: positions rank, rank + world_size,
   /// ... of the order padded by wrapping around to a multiple of world_size, so every rank has
