@@ -31,6 +31,17 @@ std::vector<std::string> args(const fs::path& project, std::vector<std::string> 
   return a;
 }
 
+// yolo_train on two ranks under scripts/torchrun (`launcher` adds torchrun options).
+std::vector<std::string> torchrun_cmd(const fs::path& project, const std::vector<std::string>& extra = {},
+                                      const std::vector<std::string>& launcher = {}) {
+  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2"};
+  cmd.insert(cmd.end(), launcher.begin(), launcher.end());
+  for (const char* a : {"--monitor_interval=0.2", "--no_python"}) cmd.push_back(a);
+  cmd.push_back("--master_port=" + std::to_string(yt::free_port()));
+  for (const auto& a : args(project, extra)) cmd.push_back(a);
+  return cmd;
+}
+
 // Starts the ranks of one run directly, with the environment torchrun would give them.
 std::vector<yt::Child> start_ranks(const fs::path& project, const std::vector<std::string>& extra, int world = 2) {
   const std::string port = std::to_string(yt::free_port());
@@ -67,11 +78,7 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
     return;
   }
   yt::TempDir tmp;
-  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
-                                  "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
-                                  "--no_python"};
-  for (const auto& a : args(tmp.path())) cmd.push_back(a);
-  yt::Child child = yt::spawn(cmd, tmp / "out.txt");
+  yt::Child child = yt::spawn(torchrun_cmd(tmp.path()), tmp / "out.txt");
   const pid_t group = child.pid;
   const int code = yt::wait_exit(child, 300s).value_or(-1);
   const std::string out = yt::slurp(tmp / "out.txt");
@@ -93,11 +100,7 @@ TEST_CASE("SIGTERM to torchrun stops every rank at one step with one checkpoint 
     return;
   }
   yt::TempDir tmp;
-  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2",
-                                  "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
-                                  "--no_python"};
-  for (const auto& a : args(tmp.path(), {"epochs=20"})) cmd.push_back(a);
-  yt::Child child = yt::spawn(cmd, tmp / "out.txt");
+  yt::Child child = yt::spawn(torchrun_cmd(tmp.path(), {"epochs=20"}), tmp / "out.txt");
   const pid_t group = child.pid;
   REQUIRE(yt::wait_for_step(tmp / "run", 2));
   kill(child.pid, SIGTERM);
@@ -204,10 +207,7 @@ TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the ru
     return;
   }
   yt::TempDir tmp;
-  std::vector<std::string> cmd = {YOLOTRAIN_TORCHRUN, "--nproc_per_node=2", "--max_restarts=1",
-                                  "--master_port=" + std::to_string(yt::free_port()), "--monitor_interval=0.2",
-                                  "--no_python"};
-  for (const auto& a : args(tmp.path(), {"epochs=3", "resume=true", "save_interval=0.1"})) cmd.push_back(a);
+  const auto cmd = torchrun_cmd(tmp.path(), {"epochs=3", "resume=true", "save_interval=0.1"}, {"--max_restarts=1"});
   yt::Child child = yt::spawn(cmd, tmp / "out.txt");
   REQUIRE(yt::wait_for_step(tmp / "run", 3));
   const int rank0 = yt::status_of(tmp / "run")["pid"];
