@@ -14,6 +14,7 @@
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/engine/validate.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/predict/predict_run.hpp"
 #include "yolotrain/version.hpp"
 
 namespace {
@@ -26,8 +27,12 @@ void print_help() {
             << "usage: yolo_train [train] key=value ...      train (resume=true continues a run)\n"
             << "       yolo_train val model=WEIGHTS [data=data.yaml] [imgsz=..] [batch=..]\n"
             << "                                          validate a checkpoint (.ytckpt) or .safetensors weights\n"
-            << "       yolo_train export model=CKPT [format=safetensors]\n"
-            << "                                          write a checkpoint's EMA weights with Ultralytics' names\n\n"
+            << "       yolo_train predict model=WEIGHTS source=IMAGES [conf=..] [save_txt=true] ...\n"
+            << "                                          detect objects; annotated images in runs/detect/predict\n"
+            << "       yolo_train export model=WEIGHTS [format=safetensors]\n"
+            << "                                          write weights with Ultralytics' names\n"
+            << "WEIGHTS: an Ultralytics .pt (yolov8n.pt, best.pt), a yolo_train .ytckpt or .safetensors;\n"
+            << "model=WEIGHTS when training fine-tunes from them.\n\n"
             << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
             << "resume, SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes). Exit 75: stopped to be\n"
             << "resumed (deadline, pause_release=exit); 1: runtime error; 2: bad arguments.\n\n"
@@ -35,6 +40,17 @@ void print_help() {
   for (const auto& a : TrainConfig::describe()) {
     std::printf("  %-18s %-16s %s\n", a.name.c_str(), ("[" + a.default_value + "]").c_str(), a.help.c_str());
   }
+  std::cout << "\nPredict arguments:\n";
+  for (const auto& [name, value, help] : yolotrain::predict::PredictConfig::describe()) {
+    std::printf("  %-18s %-16s %s\n", name.c_str(), ("[" + value + "]").c_str(), help.c_str());
+  }
+}
+
+int run_predict(const std::vector<std::string>& args) {
+  const auto config = yolotrain::predict::PredictConfig::from_args(args);
+  yolotrain::lifecycle::ControlToken token;
+  yolotrain::lifecycle::SignalBinding signals(token);
+  return yolotrain::predict::run_predict(config, token).exit_code();
 }
 
 int run_export(const std::vector<std::string>& args) {
@@ -44,10 +60,17 @@ int run_export(const std::vector<std::string>& args) {
     else if (a.rfind("format=", 0) == 0) format = a.substr(7);
     else throw yolotrain::engine::ConfigError("export takes model= and format=, not '" + a + "'");
   }
-  if (model.empty()) throw yolotrain::engine::ConfigError("export needs model=path/to/checkpoint.ytckpt");
+  if (model.empty()) throw yolotrain::engine::ConfigError("export needs model=WEIGHTS (.ytckpt, .pt or .safetensors)");
   if (format != "safetensors") throw yolotrain::engine::ConfigError("export format '" + format + "': only safetensors");
-  const fs::path out = fs::path(model).replace_extension(".safetensors");
-  yolotrain::engine::export_safetensors(model, out);
+  fs::path out = fs::path(model).replace_extension(".safetensors");
+  if (out == fs::path(model)) out.replace_extension(".export.safetensors");  // never over its own input
+  try {
+    yolotrain::engine::export_safetensors(model, out);
+  } catch (const yolotrain::engine::ConfigError&) {
+    throw;
+  } catch (const yolotrain::Error& e) {
+    throw yolotrain::engine::ConfigError(e.what());  // weights that cannot be read: the input must change
+  }
   std::cout << "exported " << out.string() << std::endl;
   return 0;
 }
@@ -94,8 +117,9 @@ int main(int argc, char** argv) {
   try {
     if (mode == "train") return run_train(args);
     if (mode == "val") return run_val(args);
+    if (mode == "predict") return run_predict(args);
     if (mode == "export") return run_export(args);
-    throw yolotrain::engine::ConfigError("unknown mode '" + mode + "'; use train, val or export (see --help)");
+    throw yolotrain::engine::ConfigError("unknown mode '" + mode + "'; use train, val, predict or export (see --help)");
   } catch (const yolotrain::engine::ConfigError& e) {
     std::cerr << "yolo_train: " << e.what() << std::endl;
     return 2;

@@ -76,13 +76,13 @@ c10::Device run_device(const std::string& device, int local_rank) {
 
 int loader_workers(const TrainConfig& cfg) { return static_cast<int>(std::min<std::int64_t>(cfg.workers, cores())); }
 
-fs::path make_run_dir(const fs::path& project, const std::string& name, bool exist_ok) {
+fs::path make_run_dir(const fs::path& project, const std::string& name, bool exist_ok, const std::string& subfolder) {
   fs::path dir = project / name;
   if (!exist_ok) {
     for (int n = 2; fs::exists(dir); ++n) dir = project / (name + std::to_string(n));
   }
   std::error_code ec;
-  fs::create_directories(dir / "weights", ec);
+  fs::create_directories(subfolder.empty() ? dir : dir / subfolder, ec);
   if (ec) {
     throw Error("cannot create the run folder " + dir.string() + ": " + ec.message() +
                 "; choose another project= or check its permissions");

@@ -15,9 +15,10 @@
 namespace yolotrain::engine {
 
 /// project/name, or project/name2, name3, ... when it exists and !exist_ok (Ultralytics'
-/// increment_path). Creates the folder and its weights/ subfolder; throws yolotrain::Error when
-/// it cannot.
-std::filesystem::path make_run_dir(const std::filesystem::path& project, const std::string& name, bool exist_ok);
+/// increment_path). Creates the folder and its `subfolder` (weights/ for training; none when
+/// empty); throws yolotrain::Error when it cannot.
+std::filesystem::path make_run_dir(const std::filesystem::path& project, const std::string& name, bool exist_ok,
+                                   const std::string& subfolder = "weights");
 
 /// The data.yaml a run reads: `data`, or for data=shapes (or none) the built-in synthetic set in
 /// project/.shapes, written there on first use.

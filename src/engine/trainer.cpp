@@ -34,6 +34,7 @@
 #include "yolotrain/lifecycle/cuda_guard.hpp"
 #include "yolotrain/lifecycle/host_memory.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
+#include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
@@ -277,6 +278,19 @@ void Trainer::Run::load_data() {
   }
 }
 
+namespace {
+
+// Weights a run starts from (model=*.pt|*.ytckpt|*.safetensors, or pretrained=FILE).
+std::optional<io::ModelWeights> read_start_weights(const std::string& path) {
+  try {
+    return io::read_model_weights(path);
+  } catch (const Error& e) {
+    throw ConfigError(std::string(e.what()) + " (the weights to start training from)");
+  }
+}
+
+}  // namespace
+
 void Trainer::Run::build() {
   if (cfg.imgsz % 32 != 0) {
     const std::int64_t rounded = stride_multiple(cfg.imgsz);
@@ -287,8 +301,18 @@ void Trainer::Run::build() {
   device = run_device(cfg.device, ranks.local_rank());
   torch::set_num_threads(intra_op_threads(cfg, ranks.local_world_size()));
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
-  model = nn::DetectionModel(nn::DetectionModelOptions(cfg.model).nc(data_config.nc()).names(data_config.names));
-  if (cfg.pretrained != "true" && cfg.pretrained != "false") nn::load_weights(*model, cfg.pretrained, false);
+  const bool from_weights = io::is_weights_file(cfg.model);
+  std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
+  if (!start && cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);
+  // From weights, the architecture is theirs (Ultralytics: DetectionModel(weights.yaml, nc=data's nc)).
+  model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
+                                 .nc(data_config.nc())
+                                 .names(data_config.names));
+  if (start) {
+    const std::size_t n = nn::transfer_weights(*model, start->tensors);
+    say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
+        " items from pretrained weights (" + start->description + ")");
+  }
   freeze_layers();
   model->to(device);
   amp = amp_mode(cfg.amp, device);
@@ -425,7 +449,8 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
   c.meta.step = step();
   c.meta.epoch = epoch;
   c.meta.config = cfg.to_yaml();
-  c.meta.extra = {{"batch", std::to_string(batch)},
+  c.meta.extra = {{"names", io::encode_names(model->names())},
+                  {"batch", std::to_string(batch)},
                   {"samples", std::to_string(train_loader->global_samples(batch))},
                   {"world_size", std::to_string(ranks.world_size())},
                   {"last_opt_step", std::to_string(last_opt_step)},
@@ -911,14 +936,9 @@ bool prefer_avx512_kernels() {
 #endif
 }
 
-fs::path export_safetensors(const fs::path& checkpoint, const fs::path& out) {
-  const lc::Checkpoint c = lc::CheckpointStore::load(checkpoint);
-  lc::NamedTensors weights;
-  for (const auto& [name, t] : c.tensors) {
-    if (name.rfind("ema.", 0) == 0) weights.emplace_back(name.substr(4), t);
-  }
-  if (weights.empty()) throw Error(checkpoint.string() + " holds no EMA weights: is it a yolo_train checkpoint?");
-  nn::write_safetensors(out, weights, {{"format", "pt"}});
+fs::path export_safetensors(const fs::path& weights, const fs::path& out) {
+  const io::ModelWeights w = io::read_model_weights(weights);
+  nn::write_safetensors(out, w.tensors, {{"format", "pt"}, {"names", io::encode_names(w.names)}});
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/error.hpp"
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/io/ultralytics_pt.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/metrics/nms.hpp"
 #include "yolotrain/metrics/validator.hpp"
@@ -111,57 +113,27 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The scale letter from the stem's first conv (Ultralytics' widths 0.25 ... 1.25 of 64).
-std::string scale_from_width(std::int64_t width, const std::string& source) {
-  switch (width) {
-    case 16: return "n";
-    case 32: return "s";
-    case 48: return "m";
-    case 64: return "l";
-    case 80: return "x";
+io::ModelWeights load_val_weights(const TrainConfig& cfg) {
+  if (!fs::is_regular_file(cfg.model)) {
+    throw ConfigError("model=" + cfg.model + ": no such file; give a .pt (Ultralytics), .ytckpt or .safetensors file");
   }
-  throw ConfigError(source + ": model.0.conv.weight has " + std::to_string(width) +
-                    " channels, which is no YOLOv8 scale (16 n, 32 s, 48 m, 64 l, 80 x)");
+  try {
+    return io::read_model_weights(cfg.model);
+  } catch (const Error& e) {
+    throw ConfigError(e.what());
+  }
 }
 
-// nc from the last classification conv of the head (cv3.0.2: nc output channels).
-std::int64_t nc_from_weights(const nn::NamedTensors& w, const std::string& source) {
-  for (const auto& [name, t] : w) {
-    if (ends_with(name, ".cv3.0.2.weight")) return t.size(0);
+// What Ultralytics' model.val() takes from a .pt's train_args: imgsz, single_cls, and the
+// dataset when it exists here.
+void take_ultralytics_args(const std::string& path, TrainConfig& cfg) {
+  const io::UltralyticsCheckpoint pt = io::read_ultralytics_pt(path);
+  for (const char* key : {"imgsz", "single_cls", "data"}) {
+    const auto it = pt.train_args.find(key);
+    if (it == pt.train_args.end() || it->second == "None") continue;
+    if (std::string(key) == "data" && !fs::is_regular_file(it->second)) continue;
+    cfg.set(key, it->second);
   }
-  throw ConfigError(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 detection weights?");
-}
-
-struct LoadedWeights {
-  nn::NamedTensors tensors;
-  std::string model_yaml;
-};
-
-LoadedWeights load_val_weights(const TrainConfig& cfg) {
-  const fs::path path(cfg.model);
-  if (!fs::is_regular_file(path)) {
-    throw ConfigError("model=" + cfg.model + ": no such file; give a .ytckpt checkpoint or .safetensors weights");
-  }
-  LoadedWeights out;
-  if (ends_with(cfg.model, ".ytckpt")) {
-    const lc::Checkpoint c = lc::CheckpointStore::load(path);
-    for (const auto& [name, t] : c.tensors) {
-      if (name.rfind("ema.", 0) == 0) out.tensors.emplace_back(name.substr(4), t);
-    }
-    TrainConfig stored;
-    stored.load_yaml_text(c.meta.config, cfg.model);
-    out.model_yaml = stored.model;
-  } else {
-    out.tensors = nn::read_safetensors(path);
-  }
-  if (out.tensors.empty()) throw ConfigError("model=" + cfg.model + " holds no weights");
-  if (out.model_yaml.empty() || ends_with(out.model_yaml, ".ytckpt") || ends_with(out.model_yaml, ".safetensors")) {
-    for (const auto& [name, t] : out.tensors) {
-      if (name == "model.0.conv.weight") out.model_yaml = "yolov8" + scale_from_width(t.size(0), cfg.model) + ".yaml";
-    }
-    if (out.model_yaml.empty()) throw ConfigError("model=" + cfg.model + ": no model.0.conv.weight; not YOLOv8 weights");
-  }
-  return out;
 }
 
 }  // namespace
@@ -173,6 +145,13 @@ TrainConfig val_config(const std::vector<std::string>& args) {
       cfg.load_yaml_text(lc::CheckpointStore::read_meta(a.substr(6)).config, a.substr(6));  // no tensors
       cfg.verbose = true;  // the per-class table, whatever the training run printed
     }
+    if (a.rfind("model=", 0) == 0 && ends_with(a, ".pt") && fs::is_regular_file(a.substr(6))) {
+      try {
+        take_ultralytics_args(a.substr(6), cfg);
+      } catch (const Error& e) {
+        throw ConfigError(e.what());
+      }
+    }
   }
   for (const auto& a : args) {
     const auto eq = a.find('=');
@@ -183,13 +162,13 @@ TrainConfig val_config(const std::vector<std::string>& args) {
 }
 
 ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
-  const LoadedWeights weights = load_val_weights(cfg);
+  const io::ModelWeights weights = load_val_weights(cfg);
   torch::set_num_threads(intra_op_threads(cfg));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
-  const std::int64_t nc = nc_from_weights(weights.tensors, cfg.model);
+  const std::int64_t nc = weights.nc;
   if (cfg.single_cls) merge_classes(set);
   const std::vector<std::string>& names = set.names;
   if (static_cast<std::int64_t>(names.size()) != nc) {

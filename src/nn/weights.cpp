@@ -99,6 +99,20 @@ LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensor
   return report;
 }
 
+std::size_t transfer_weights(torch::nn::Module& module, const NamedTensors& tensors) {
+  std::unordered_map<std::string, const at::Tensor*> given;
+  for (const auto& [name, t] : tensors) given.emplace(name, &t);
+  torch::NoGradGuard no_grad;
+  std::size_t copied = 0;
+  for (auto& [name, target] : state_dict(module)) {
+    const auto it = given.find(name);
+    if (it == given.end() || it->second->sizes() != target.sizes()) continue;
+    target.copy_(*it->second);
+    ++copied;
+  }
+  return copied;
+}
+
 LoadReport load_weights(torch::nn::Module& module, const std::filesystem::path& path, bool strict) {
   return load_state_dict(module, read_safetensors(path), strict, path.string());
 }

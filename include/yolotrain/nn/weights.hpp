@@ -48,6 +48,12 @@ struct LoadReport {
 LoadReport load_state_dict(torch::nn::Module& module, const NamedTensors& tensors, bool strict,
                            const std::string& source = "weights");
 
+/// Ultralytics' DetectionModel.load(): copies the tensors whose name and shape match the
+/// module's (intersect_dicts) and leaves the rest as they are; returns how many were copied (of
+/// state_dict(module).size()). For fine-tuning from weights of another nc: the head's class
+/// convolutions keep their fresh initialisation.
+std::size_t transfer_weights(torch::nn::Module& module, const NamedTensors& tensors);
+
 /// load_state_dict() of a .safetensors file (for example Ultralytics weights exported by
 /// scripts/export_ultralytics_weights.py): `load_weights(*model, "yolov8n.safetensors", true)`.
 LoadReport load_weights(torch::nn::Module& module, const std::filesystem::path& path, bool strict = true);

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "yolotrain/lifecycle/safetensors.hpp"
+
+namespace yolotrain::io {
+
+/// A detection model's weights from any file yolotrain reads, with what is needed to build the
+/// network they fit (read_model_weights()).
+struct ModelWeights {
+  lifecycle::NamedTensors tensors;  ///< state dict under Ultralytics' names
+  std::string model_yaml;           ///< the model to build: "yolov8n.yaml" ... or the YAML path a run used
+  std::int64_t nc = 0;              ///< classes of the head
+  std::vector<std::string> names;   ///< class names; "0", "1", ... where the file records none
+  std::string format;               ///< "ytckpt", "safetensors" or "pt"
+  std::string description;          ///< for messages ("Ultralytics 8.2.82 checkpoint (ema)", ...)
+};
+
+/// Reads the weights of a YOLOv8 detection model from
+/// - a yolo_train checkpoint (`.ytckpt`): its EMA weights, model YAML and class names;
+/// - `.safetensors` with Ultralytics' names (exported by `yolo_train export` or
+///   scripts/export_ultralytics_weights.py): the scale and nc from the tensor shapes, names
+///   from its `names` metadata when present;
+/// - an Ultralytics `.pt` (read_ultralytics_pt()): EMA when present, else the model.
+/// Throws yolotrain::Error naming the file for a missing file, another extension, or a file
+/// that holds no YOLOv8 detection weights.
+ModelWeights read_model_weights(const std::filesystem::path& path);
+
+/// True for the extensions read_model_weights() takes (.ytckpt, .safetensors, .pt).
+bool is_weights_file(const std::filesystem::path& path);
+
+/// The scale letter of YOLOv8 weights from the stem's output channels (16 n, 32 s, 48 m, 64 l,
+/// 80 x); throws yolotrain::Error naming `source` for weights without `model.0.conv.weight` or
+/// of another width.
+std::string scale_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
+
+/// nc of YOLOv8 detection weights (the output channels of `*.cv3.0.2.weight`); throws
+/// yolotrain::Error naming `source` when there is no detection head.
+std::int64_t nc_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
+
+/// Class names as the metadata of yolo_train's checkpoints and safetensors store them (a JSON
+/// list), and back; decode_names() returns {} for text that is not such a list.
+std::string encode_names(const std::vector<std::string>& names);
+std::vector<std::string> decode_names(const std::string& text);
+
+}  // namespace yolotrain::io

@@ -1,0 +1,102 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "yolotrain/data/image.hpp"
+
+namespace yolotrain::predict {
+
+/// Options of a Predictor: Ultralytics' predict arguments, with its defaults.
+struct PredictOptions {
+  std::int64_t imgsz_h = 640;   ///< network input height (rounded up to a multiple of 32)
+  std::int64_t imgsz_w = 640;   ///< network input width (rounded up to a multiple of 32)
+  double conf = 0.25;           ///< keep detections whose confidence is above this
+  double iou = 0.7;             ///< NMS IoU threshold
+  std::int64_t max_det = 300;   ///< at most this many detections per image
+  std::optional<std::vector<std::int64_t>> classes;  ///< keep only these class indices
+  bool agnostic_nms = false;    ///< NMS across classes
+  std::string device;           ///< "" (CUDA when usable), cpu, cuda, cuda:N, N
+  bool half = false;            ///< float16 inference (CUDA only; ignored with a notice on the CPU)
+  bool fuse = true;             ///< fold BatchNorm into the convolutions, as Ultralytics does
+};
+
+/// One detected object, in the original image's pixels.
+struct Detection {
+  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;  ///< corners, clipped to the image
+  float conf = 0;                        ///< confidence (class score after the sigmoid)
+  std::int64_t cls = 0;                  ///< class index
+  std::string name;                      ///< class name
+};
+
+/// Milliseconds per image of the three stages, as Ultralytics' `Results.speed`.
+struct Speed {
+  double preprocess = 0, inference = 0, postprocess = 0;
+};
+
+/// The detections of one image.
+struct Prediction {
+  std::vector<Detection> boxes;  ///< descending confidence
+  int orig_h = 0, orig_w = 0;    ///< the image's size
+  int input_h = 0, input_w = 0;  ///< the letterboxed network input's size
+  Speed speed;                   ///< per image (a batch's time divided by its images)
+};
+
+/// An image in memory that the Predictor reads without copying: 8-bit, 3 channels interleaved
+/// (HWC), RGB or BGR, rows `row_bytes` apart (0: width * 3).
+struct PixelView {
+  const std::uint8_t* pixels = nullptr;
+  int height = 0;
+  int width = 0;
+  bool bgr = false;          ///< true for OpenCV's order
+  std::size_t row_bytes = 0;
+};
+
+/// Runs a YOLOv8 detection model on images as Ultralytics' DetectionPredictor does: LetterBox
+/// to `imgsz` with the minimal padding to a multiple of the stride when the batch's images share
+/// one size (else the full imgsz), BGR -> RGB, /255, the network in inference mode (Conv+BN
+/// fused), NMS without multi-label, boxes scaled back to the original image and clipped.
+///
+/// Built from a weights file: an Ultralytics `.pt`, a yolo_train checkpoint (`.ytckpt`, its EMA
+/// weights) or `.safetensors` (io::read_model_weights()). Not thread-safe: use one Predictor per
+/// thread (each holds its own model); calls on one Predictor from several threads must be
+/// serialised by the caller. Intra-op threads are libtorch's global setting.
+class Predictor {
+ public:
+  /// Loads the weights; throws yolotrain::Error naming the file when they cannot be read or do
+  /// not fit a YOLOv8 detection model, engine::ConfigError for a bad device.
+  explicit Predictor(const std::filesystem::path& weights, PredictOptions options = {});
+  ~Predictor();
+  Predictor(Predictor&&) noexcept;
+  Predictor& operator=(Predictor&&) noexcept;
+
+  /// Detections in one image file (JPEG or PNG, EXIF orientation applied); throws
+  /// yolotrain::Error naming the file when it cannot be decoded.
+  Prediction predict(const std::filesystem::path& image);
+  /// Detections in a decoded image (yolotrain's BGR Image).
+  Prediction predict(const data::Image& image);
+  /// Detections in pixels in memory (copied once into the letterbox).
+  Prediction predict(const PixelView& image);
+  /// Detections in several images, run as one batch.
+  std::vector<Prediction> predict(const std::vector<data::Image>& images);
+
+  /// Class names by index.
+  const std::vector<std::string>& names() const;
+  /// The options in use (imgsz rounded to the stride).
+  const PredictOptions& options() const;
+  /// What the weights were ("Ultralytics 8.2.82 checkpoint (ema)", ...).
+  const std::string& description() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// `image` as yolotrain's BGR Image (a copy).
+data::Image to_image(const PixelView& image);
+
+}  // namespace yolotrain::predict

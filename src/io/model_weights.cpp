@@ -1,0 +1,137 @@
+#include "yolotrain/io/model_weights.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+
+#include "yolotrain/error.hpp"
+#include "yolotrain/io/ultralytics_pt.hpp"
+#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/nn/weights.hpp"
+
+namespace yolotrain::io {
+namespace fs = std::filesystem;
+namespace lc = lifecycle;
+
+namespace {
+
+std::vector<std::string> numbered(std::int64_t nc) {
+  std::vector<std::string> names;
+  for (std::int64_t c = 0; c < nc; ++c) names.push_back(std::to_string(c));
+  return names;
+}
+
+// The model a run trained: its `model` argument, unless that named weights to start from.
+std::string model_of_config(const std::string& config_yaml) {
+  try {
+    const YAML::Node node = YAML::Load(config_yaml);
+    if (node.IsMap() && node["model"]) {
+      const std::string model = node["model"].as<std::string>();
+      if (!is_weights_file(model)) return model;
+    }
+  } catch (const YAML::Exception&) {
+  }
+  return "";
+}
+
+ModelWeights from_checkpoint(const fs::path& path) {
+  const lc::Checkpoint c = lc::CheckpointStore::load(path);
+  ModelWeights w;
+  for (const auto& [name, t] : c.tensors) {
+    if (name.rfind("ema.", 0) == 0) w.tensors.emplace_back(name.substr(4), t);
+  }
+  if (w.tensors.empty()) throw Error(path.string() + " holds no EMA weights: is it a yolo_train checkpoint?");
+  w.model_yaml = model_of_config(c.meta.config);
+  if (const auto it = c.meta.extra.find("names"); it != c.meta.extra.end()) w.names = decode_names(it->second);
+  w.format = "ytckpt";
+  w.description = "yolo_train checkpoint (EMA, step " + std::to_string(c.meta.step) + ")";
+  return w;
+}
+
+ModelWeights from_safetensors(const fs::path& path) {
+  std::map<std::string, std::string> metadata;
+  ModelWeights w;
+  w.tensors = nn::read_safetensors(path, &metadata);
+  if (const auto it = metadata.find("names"); it != metadata.end()) w.names = decode_names(it->second);
+  w.format = "safetensors";
+  w.description = "safetensors weights";
+  return w;
+}
+
+ModelWeights from_ultralytics(const fs::path& path) {
+  UltralyticsCheckpoint pt = read_ultralytics_pt(path);
+  ModelWeights w;
+  w.tensors = std::move(pt.state_dict);
+  w.model_yaml = "yolov8" + pt.scale + ".yaml";
+  w.names = std::move(pt.names);
+  w.format = "pt";
+  w.description = "Ultralytics " + (pt.version.empty() ? std::string() : pt.version + " ") + "checkpoint (" +
+                  pt.source + ")";
+  return w;
+}
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+bool is_weights_file(const fs::path& path) {
+  const std::string ext = path.extension().string();
+  return ext == ".ytckpt" || ext == ".safetensors" || ext == ".pt";
+}
+
+std::string scale_from_weights(const lc::NamedTensors& tensors, const std::string& source) {
+  for (const auto& [name, t] : tensors) {
+    if (name != "model.0.conv.weight") continue;
+    switch (t.size(0)) {
+      case 16: return "n";
+      case 32: return "s";
+      case 48: return "m";
+      case 64: return "l";
+      case 80: return "x";
+    }
+    throw Error(source + ": model.0.conv.weight has " + std::to_string(t.size(0)) +
+                " channels, which is no YOLOv8 scale (16 n, 32 s, 48 m, 64 l, 80 x)");
+  }
+  throw Error(source + ": no model.0.conv.weight; not YOLOv8 weights");
+}
+
+std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {
+  for (const auto& [name, t] : tensors) {
+    if (has_suffix(name, ".cv3.0.2.weight")) return t.size(0);
+  }
+  throw Error(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 detection weights?");
+}
+
+std::string encode_names(const std::vector<std::string>& names) { return nlohmann::json(names).dump(); }
+
+std::vector<std::string> decode_names(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return {};
+  std::vector<std::string> names;
+  for (const auto& n : j) {
+    if (!n.is_string()) return {};
+    names.push_back(n.get<std::string>());
+  }
+  return names;
+}
+
+ModelWeights read_model_weights(const fs::path& path) {
+  if (!fs::is_regular_file(path)) {
+    throw Error(path.string() + ": no such file; give a .pt (Ultralytics), .ytckpt (yolo_train) or .safetensors file");
+  }
+  const std::string ext = path.extension().string();
+  ModelWeights w;
+  if (ext == ".ytckpt") w = from_checkpoint(path);
+  else if (ext == ".safetensors") w = from_safetensors(path);
+  else if (ext == ".pt") w = from_ultralytics(path);
+  else throw Error(path.string() + ": weights end in .pt, .ytckpt or .safetensors, not '" + ext + "'");
+  if (w.tensors.empty()) throw Error(path.string() + " holds no weights");
+  w.nc = nc_from_weights(w.tensors, path.string());
+  if (w.model_yaml.empty()) w.model_yaml = "yolov8" + scale_from_weights(w.tensors, path.string()) + ".yaml";
+  if (static_cast<std::int64_t>(w.names.size()) != w.nc) w.names = numbered(w.nc);
+  return w;
+}
+
+}  // namespace yolotrain::io

@@ -1,0 +1,150 @@
+#include "yolotrain/predict/predict_config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "yolotrain/engine/train_config.hpp"
+
+namespace yolotrain::predict {
+
+namespace {
+
+using engine::ConfigError;
+using Setter = std::function<void(PredictConfig&, const std::string&)>;
+
+[[noreturn]] void bad(const std::string& key, const std::string& value, const std::string& allowed) {
+  throw ConfigError("argument '" + key + "': '" + value + "' is not valid; " + allowed);
+}
+
+bool to_bool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "True" || v == "1") return true;
+  if (v == "false" || v == "False" || v == "0") return false;
+  bad(key, v, "expected true or false");
+}
+
+std::int64_t to_int(const std::string& key, const std::string& v, std::int64_t min, std::int64_t max) {
+  std::int64_t out = 0;
+  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size()) bad(key, v, "expected an integer");
+  if (out < min || out > max) bad(key, v, "expected " + std::to_string(min) + " to " + std::to_string(max));
+  return out;
+}
+
+double to_double(const std::string& key, const std::string& v, double min, double max) {
+  char* end = nullptr;
+  const double out = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(out)) bad(key, v, "expected a number");
+  if (out < min || out > max) bad(key, v, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
+  return out;
+}
+
+bool is_none(const std::string& v) { return v.empty() || v == "None" || v == "none" || v == "null"; }
+
+// "0,2", "[0, 2]" or "0" -> {0, 2}
+std::vector<std::int64_t> int_list(const std::string& key, std::string v) {
+  for (char& c : v) {
+    if (c == '[' || c == ']' || c == '(' || c == ')') c = ' ';
+  }
+  std::vector<std::int64_t> out;
+  std::size_t at = 0;
+  while (at <= v.size()) {
+    const std::size_t comma = std::min(v.find(',', at), v.size());
+    std::string item = v.substr(at, comma - at);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty()) bad(key, v, "expected integers separated by commas");
+    out.push_back(to_int(key, item, 0, 1 << 20));
+    at = comma + 1;
+  }
+  return out;
+}
+
+struct Arg {
+  std::string default_value, help;
+  Setter set;
+};
+
+const std::map<std::string, Arg>& args_table() {
+  using C = PredictConfig;
+  static const std::map<std::string, Arg> table = {
+      {"model", {"", "weights: .pt (Ultralytics), .ytckpt or .safetensors", [](C& c, const std::string& v) { c.model = v; }}},
+      {"source", {"", "an image, a folder, a glob or a .txt list of paths", [](C& c, const std::string& v) { c.source = v; }}},
+      {"imgsz", {"640", "input size: N, or H,W (rounded up to multiples of 32)",
+                 [](C& c, const std::string& v) {
+                   const auto hw = int_list("imgsz", v);
+                   if (hw.size() > 2 || hw[0] < 32 || hw.back() < 32) bad("imgsz", v, "expected N or H,W of at least 32");
+                   c.predictor.imgsz_h = hw[0];
+                   c.predictor.imgsz_w = hw.back();
+                 }}},
+      {"conf", {"0.25", "confidence threshold", [](C& c, const std::string& v) { c.predictor.conf = to_double("conf", v, 0, 1); }}},
+      {"iou", {"0.7", "NMS IoU threshold", [](C& c, const std::string& v) { c.predictor.iou = to_double("iou", v, 0, 1); }}},
+      {"max_det", {"300", "detections per image at most",
+                   [](C& c, const std::string& v) { c.predictor.max_det = to_int("max_det", v, 1, 1 << 20); }}},
+      {"classes", {"None", "keep only these classes (e.g. 0,2)",
+                   [](C& c, const std::string& v) {
+                     if (is_none(v)) c.predictor.classes.reset();
+                     else c.predictor.classes = int_list("classes", v);
+                   }}},
+      {"agnostic_nms", {"false", "NMS across classes",
+                        [](C& c, const std::string& v) { c.predictor.agnostic_nms = to_bool("agnostic_nms", v); }}},
+      {"device", {"", "cpu, cuda, cuda:N or N; empty: CUDA when usable",
+                  [](C& c, const std::string& v) { c.predictor.device = is_none(v) ? "" : v; }}},
+      {"half", {"false", "float16 inference (CUDA)", [](C& c, const std::string& v) { c.predictor.half = to_bool("half", v); }}},
+      {"fuse", {"true", "fold BatchNorm into the convolutions",
+                [](C& c, const std::string& v) { c.predictor.fuse = to_bool("fuse", v); }}},
+      {"batch", {"1", "images per forward pass", [](C& c, const std::string& v) { c.batch = to_int("batch", v, 1, 1024); }}},
+      {"project", {"runs/detect", "folder of the run folders", [](C& c, const std::string& v) { c.project = v; }}},
+      {"name", {"predict", "run folder name (predict2, predict3, ... when it exists)",
+                [](C& c, const std::string& v) { c.name = v; }}},
+      {"exist_ok", {"false", "write into an existing run folder",
+                    [](C& c, const std::string& v) { c.exist_ok = to_bool("exist_ok", v); }}},
+      {"save", {"true", "write annotated images", [](C& c, const std::string& v) { c.save = to_bool("save", v); }}},
+      {"save_txt", {"false", "write labels/<stem>.txt (cls xc yc w h, normalised)",
+                    [](C& c, const std::string& v) { c.save_txt = to_bool("save_txt", v); }}},
+      {"save_conf", {"false", "append the confidence to each txt row",
+                     [](C& c, const std::string& v) { c.save_conf = to_bool("save_conf", v); }}},
+      {"line_width", {"None", "box line width in pixels; None: from the image size",
+                      [](C& c, const std::string& v) {
+                        c.annotate.line_width = is_none(v) ? 0 : static_cast<int>(to_int("line_width", v, 1, 100));
+                      }}},
+      {"show_labels", {"true", "draw class names", [](C& c, const std::string& v) { c.annotate.show_labels = to_bool("show_labels", v); }}},
+      {"show_conf", {"true", "draw confidences", [](C& c, const std::string& v) { c.annotate.show_conf = to_bool("show_conf", v); }}},
+      {"verbose", {"true", "one line per image", [](C& c, const std::string& v) { c.verbose = to_bool("verbose", v); }}},
+      {"threads", {"0", "intra-op threads; 0: libtorch's default",
+                   [](C& c, const std::string& v) { c.threads = static_cast<int>(to_int("threads", v, 0, 1024)); }}},
+  };
+  return table;
+}
+
+}  // namespace
+
+PredictConfig PredictConfig::from_args(const std::vector<std::string>& args) {
+  PredictConfig cfg;
+  const auto& table = args_table();
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) throw ConfigError("'" + a + "': predict arguments are key=value (see yolo_train --help)");
+    const std::string key = a.substr(0, eq);
+    const auto it = table.find(key);
+    if (it == table.end()) {
+      std::string known;
+      for (const auto& [k, arg] : table) known += (known.empty() ? "" : ", ") + k;
+      throw ConfigError("predict has no argument '" + key + "'; its arguments are " + known);
+    }
+    it->second.set(cfg, a.substr(eq + 1));
+  }
+  if (cfg.model.empty()) throw ConfigError("predict needs model= (a .pt, .ytckpt or .safetensors file)");
+  if (cfg.source.empty()) throw ConfigError("predict needs source= (an image, a folder, a glob or a .txt list)");
+  return cfg;
+}
+
+std::vector<std::array<std::string, 3>> PredictConfig::describe() {
+  std::vector<std::array<std::string, 3>> out;
+  for (const auto& [k, a] : args_table()) out.push_back({k, a.default_value, a.help});
+  return out;
+}
+
+}  // namespace yolotrain::predict

@@ -1,0 +1,184 @@
+#include "yolotrain/predict/predictor.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <set>
+
+#include "../engine/run_folder.hpp"
+#include "yolotrain/data/augment.hpp"
+#include "yolotrain/error.hpp"
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/metrics/boxes.hpp"
+#include "yolotrain/metrics/nms.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/nn/memory_format.hpp"
+#include "yolotrain/nn/weights.hpp"
+
+namespace yolotrain::predict {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+std::int64_t stride_multiple(std::int64_t v) { return (v + 31) / 32 * 32; }
+
+// Ultralytics' preprocess of letterboxed BGR images: stack, BGR -> RGB, HWC -> CHW, /255.
+at::Tensor to_input(const std::vector<data::Image>& boxed) {
+  const int h = boxed[0].height, w = boxed[0].width;
+  at::Tensor hwc = at::empty({static_cast<std::int64_t>(boxed.size()), h, w, 3}, at::kByte);
+  for (std::size_t i = 0; i < boxed.size(); ++i) {
+    std::memcpy(hwc[static_cast<std::int64_t>(i)].data_ptr(), boxed[i].pixels.data(), boxed[i].pixels.size());
+  }
+  return hwc.flip(-1).permute({0, 3, 1, 2}).contiguous();
+}
+
+}  // namespace
+
+struct Predictor::Impl {
+  PredictOptions options;
+  nn::DetectionModel net{nullptr};
+  std::vector<std::string> names;
+  std::string description;
+  c10::Device device{c10::kCPU};
+  at::ScalarType dtype = at::kFloat;
+  c10::MemoryFormat format = c10::MemoryFormat::Contiguous;
+
+  std::vector<Prediction> run(const std::vector<const data::Image*>& images);
+};
+
+Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  options.imgsz_h = stride_multiple(options.imgsz_h);
+  options.imgsz_w = stride_multiple(options.imgsz_w);
+  if (options.imgsz_h <= 0 || options.imgsz_w <= 0) throw Error("predict: imgsz must be positive");
+  m.device = engine::run_device(options.device);
+  if (options.half && m.device.is_cpu()) {
+    std::cerr << "predict: half=true applies on CUDA only; predicting in float32 on the CPU" << std::endl;
+    options.half = false;
+  }
+  m.options = options;
+  io::ModelWeights w = io::read_model_weights(weights);
+  m.names = w.names;
+  m.description = w.description;
+  m.net = nn::DetectionModel(nn::DetectionModelOptions(w.model_yaml).nc(w.nc).names(w.names));
+  nn::load_state_dict(*m.net, w.tensors, true, weights.string());  // in float32, as AutoBackend's .float()
+  m.net->eval();
+  if (options.fuse) m.net->fuse();
+  m.dtype = options.half ? at::kHalf : at::kFloat;
+  m.net->to(m.device, m.dtype);
+  // On the CPU the measured faster layout (docs/nn.md), as training and validation use.
+  if (m.device.is_cpu()) m.format = nn::preferred_cpu_memory_format();
+  nn::set_memory_format(*m.net, m.format);
+}
+
+Predictor::~Predictor() = default;
+Predictor::Predictor(Predictor&&) noexcept = default;
+Predictor& Predictor::operator=(Predictor&&) noexcept = default;
+
+std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image*>& images) {
+  if (images.empty()) return {};
+  c10::InferenceMode inference;
+  const auto t0 = Clock::now();
+  std::set<std::pair<int, int>> shapes;
+  for (const data::Image* im : images) {
+    if (im->empty() || im->pixels.size() != static_cast<std::size_t>(im->height) * im->width * 3) {
+      throw Error("predict: an empty or malformed image (" + std::to_string(im->height) + "x" +
+                  std::to_string(im->width) + ")");
+    }
+    shapes.emplace(im->height, im->width);
+  }
+  const bool auto_pad = shapes.size() == 1;  // Ultralytics: minimal padding when the shapes agree
+  std::vector<data::Image> boxed;
+  for (const data::Image* im : images) {
+    data::Labelled sample{*im, {}};
+    data::letterbox(sample, static_cast<int>(options.imgsz_h), static_cast<int>(options.imgsz_w), auto_pad, true, 32);
+    boxed.push_back(std::move(sample.image));
+  }
+  at::Tensor x = to_input(boxed).to(device).to(dtype).div_(255).contiguous(format);
+  const double pre = ms_since(t0);
+
+  const auto t1 = Clock::now();
+  at::Tensor out = net->predict(x);
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  const double infer = ms_since(t1);
+
+  const auto t2 = Clock::now();
+  metrics::NmsOptions nms;
+  nms.conf = options.conf;
+  nms.iou = options.iou;
+  nms.max_det = options.max_det;
+  nms.classes = options.classes;
+  nms.agnostic = options.agnostic_nms;
+  nms.multi_label = false;
+  const std::vector<at::Tensor> kept = metrics::non_max_suppression(out.to(at::kFloat), nms);
+  const std::array<std::int64_t, 2> input_shape{x.size(2), x.size(3)};
+  std::vector<Prediction> preds;
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    Prediction p;
+    p.orig_h = images[i]->height;
+    p.orig_w = images[i]->width;
+    p.input_h = static_cast<int>(x.size(2));
+    p.input_w = static_cast<int>(x.size(3));
+    at::Tensor det = kept[i].to(at::kCPU).contiguous();
+    at::Tensor xyxy = det.slice(1, 0, 4);
+    metrics::scale_boxes(input_shape, xyxy, {p.orig_h, p.orig_w});
+    const auto a = det.accessor<float, 2>();
+    for (std::int64_t r = 0; r < det.size(0); ++r) {
+      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), ""};
+      d.name = d.cls >= 0 && d.cls < static_cast<std::int64_t>(names.size()) ? names[d.cls] : std::to_string(d.cls);
+      p.boxes.push_back(std::move(d));
+    }
+    preds.push_back(std::move(p));
+  }
+  const double post = ms_since(t2);
+  const double n = static_cast<double>(images.size());
+  for (auto& p : preds) p.speed = {pre / n, infer / n, post / n};
+  return preds;
+}
+
+Prediction Predictor::predict(const fs::path& image) { return predict(data::decode_image(image)); }
+
+Prediction Predictor::predict(const data::Image& image) { return impl_->run({&image}).front(); }
+
+Prediction Predictor::predict(const PixelView& image) { return predict(to_image(image)); }
+
+std::vector<Prediction> Predictor::predict(const std::vector<data::Image>& images) {
+  std::vector<const data::Image*> ptrs;
+  for (const auto& im : images) ptrs.push_back(&im);
+  return impl_->run(ptrs);
+}
+
+const std::vector<std::string>& Predictor::names() const { return impl_->names; }
+const PredictOptions& Predictor::options() const { return impl_->options; }
+const std::string& Predictor::description() const { return impl_->description; }
+
+data::Image to_image(const PixelView& v) {
+  if (!v.pixels || v.height <= 0 || v.width <= 0) throw Error("predict: a PixelView without pixels");
+  const std::size_t row = v.row_bytes ? v.row_bytes : static_cast<std::size_t>(v.width) * 3;
+  if (row < static_cast<std::size_t>(v.width) * 3) throw Error("predict: PixelView rows shorter than width * 3");
+  data::Image im(v.height, v.width);
+  for (int y = 0; y < v.height; ++y) {
+    const std::uint8_t* src = v.pixels + row * y;
+    std::uint8_t* dst = im.pixel(y, 0);
+    if (v.bgr) {
+      std::memcpy(dst, src, static_cast<std::size_t>(v.width) * 3);
+      continue;
+    }
+    for (int x = 0; x < v.width; ++x) {
+      dst[3 * x] = src[3 * x + 2];
+      dst[3 * x + 1] = src[3 * x + 1];
+      dst[3 * x + 2] = src[3 * x];
+    }
+  }
+  return im;
+}
+
+}  // namespace yolotrain::predict

@@ -1,0 +1,160 @@
+#include <caffe2/serialize/inline_container.h>
+
+#include "yolotrain/engine/trainer.hpp"
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/io/torch_archive.hpp"
+#include "yolotrain/io/ultralytics_pt.hpp"
+#include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/nn/weights.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "test_support.hpp"
+#include "yolotrain/error.hpp"
+
+namespace fs = std::filesystem;
+using yolotrain::io::read_ultralytics_pt;
+using yolotrain::test::TempDir;
+
+namespace {
+
+const fs::path kWeights = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n";
+
+template <std::size_t N>
+std::string B(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
+// SHA-256 over each name then its tensor's bytes, as the Python reference computes it:
+//   for k, v in sd.items(): h.update(k.encode()); h.update(v.contiguous().numpy().tobytes())
+std::string digest(const yolotrain::lifecycle::NamedTensors& tensors) {
+  yolotrain::lifecycle::Sha256 h;
+  for (const auto& [name, t] : tensors) {
+    const at::Tensor c = t.contiguous();
+    h.update(name);
+    h.update(c.data_ptr(), c.nbytes());
+  }
+  return h.hex_digest();
+}
+
+// A torch.save-style zip whose data.pkl is `pickle` (archive folder "x/").
+void write_archive(const fs::path& path, const std::string& pickle) {
+  std::ofstream out(path, std::ios::binary);
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+    return size;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeEndOfFile();
+}
+
+std::string error_reading(const fs::path& path) {
+  try {
+    read_ultralytics_pt(path);
+  } catch (const yolotrain::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// The digests come from Debian's python3-torch reading the same files with torch.load (the
+// ultralytics classes stubbed) and walking _parameters/_buffers/_modules as state_dict() does.
+TEST_CASE("read_ultralytics_pt reads genuine Ultralytics 8.2.82 checkpoints", "[io]") {
+  if (!fs::exists(kWeights / "best.pt")) {
+    WARN("skipped: " << kWeights.string() << " is absent");
+    return;
+  }
+  struct Expected {
+    const char* file;
+    const char* source;
+    std::int64_t epoch;
+    const char* sha256;
+  };
+  for (const Expected& e : {Expected{"best.pt", "model", -1, "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55"},
+                            Expected{"last.pt", "model", -1, "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55"},
+                            Expected{"epoch5.pt", "ema", 5, "572a896ea08d30c010e8ba799fe03ca9fe83fad4c97dd2933140194b6a17334b"}}) {
+    INFO(e.file);
+    const auto pt = read_ultralytics_pt(kWeights / e.file);
+    CHECK(pt.state_dict.size() == 355);
+    CHECK(pt.state_dict.front().first == "model.0.conv.weight");
+    CHECK(pt.state_dict.back().first == "model.22.dfl.conv.weight");
+    CHECK(pt.state_dict.front().second.scalar_type() == at::kHalf);
+    CHECK(pt.source == e.source);
+    CHECK(pt.epoch == e.epoch);
+    CHECK(pt.nc == 3);
+    CHECK(pt.names == std::vector<std::string>{"RBC", "WBC", "Platelets"});
+    CHECK(pt.scale == "n");
+    CHECK(pt.yaml_file == "yolov8n.yaml");
+    CHECK(pt.version == "8.2.82");
+    CHECK(pt.train_args.at("imgsz") == "320");
+    CHECK(pt.train_args.at("lr0") == "0.01");
+    CHECK(pt.train_args.at("deterministic") == "True");
+    CHECK(digest(pt.state_dict) == e.sha256);
+  }
+}
+
+TEST_CASE("export_safetensors of a .pt writes the same tensors, and every reader agrees", "[io]") {
+  if (!fs::exists(kWeights / "best.pt")) {
+    WARN("skipped: " << kWeights.string() << " is absent");
+    return;
+  }
+  TempDir tmp;
+  const fs::path out = tmp / "best.safetensors";
+  yolotrain::engine::export_safetensors(kWeights / "best.pt", out);
+  std::map<std::string, std::string> meta;
+  const auto exported = yolotrain::nn::read_safetensors(out, &meta);
+  CHECK(digest(exported) == "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55");
+  CHECK(yolotrain::io::decode_names(meta.at("names")) == std::vector<std::string>{"RBC", "WBC", "Platelets"});
+  const auto w = yolotrain::io::read_model_weights(out);
+  CHECK(w.model_yaml == "yolov8n.yaml");
+  CHECK(w.nc == 3);
+  CHECK(w.names[2] == "Platelets");
+  const auto pt = yolotrain::io::read_model_weights(kWeights / "best.pt");
+  CHECK(pt.format == "pt");
+  CHECK(pt.description == "Ultralytics 8.2.82 checkpoint (model)");
+}
+
+TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", "[io]") {
+  TempDir tmp;
+  const auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(tmp / name, std::ios::binary) << bytes;
+    return tmp / name;
+  };
+  CHECK_THAT(error_reading(tmp / "missing.pt"), Catch::Contains("cannot open"));
+  CHECK_THAT(error_reading(write("text.pt", "hello, not a checkpoint")), Catch::Contains("no zip header"));
+  CHECK_THAT(error_reading(write("legacy.pt", B("\x80\x02\x8a\x0a"))), Catch::Contains("legacy torch.save"));
+
+  if (fs::exists(kWeights / "best.pt")) {  // a real file cut in half
+    std::ifstream in(kWeights / "best.pt", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string what = error_reading(write("truncated.pt", bytes.substr(0, bytes.size() / 2)));
+    CHECK_THAT(what, Catch::Contains("truncated.pt") && Catch::Contains("broken torch.save archive"));
+  }
+
+  write_archive(tmp / "list.pt", B("\x80\x02]."));  // a list, not a dict
+  CHECK_THAT(error_reading(tmp / "list.pt"), Catch::Contains("holds a list"));
+
+  write_archive(tmp / "bare.pt", B("\x80\x02}X\x01\x00\x00\x00" "aK\x01s."));  // {'a': 1}
+  CHECK_THAT(error_reading(tmp / "bare.pt"), Catch::Contains("without 'model' or 'ema'"));
+
+  // {'model': SegmentationModel()}
+  write_archive(tmp / "seg.pt", B("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nSegmentationModel\n)\x81}bs."));
+  CHECK_THAT(error_reading(tmp / "seg.pt"),
+             Catch::Contains("ultralytics.nn.tasks.SegmentationModel") && Catch::Contains("detection models"));
+
+  // {'model': DetectionModel with a child layer '0' of a class yolotrain does not have}
+  write_archive(tmp / "attn.pt",
+                B("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nDetectionModel\n)\x81}(X\x0b\x00\x00\x00"
+                  "_parameters}X\x08\x00\x00\x00_buffers}X\x08\x00\x00\x00_modules}X\x01\x00\x00\x00"
+                  "0" "cultralytics.nn.modules.block\nC2fAttn\n)\x81}bsubs."));
+  CHECK_THAT(error_reading(tmp / "attn.pt"),
+             Catch::Contains("layer '0'") && Catch::Contains("C2fAttn") && Catch::Contains("does not implement"));
+
+  // A pickle with an opcode the reader refuses (INST).
+  write_archive(tmp / "inst.pt", B("\x80\x02(iposix\nsystem\n."));
+  CHECK_THAT(error_reading(tmp / "inst.pt"), Catch::Contains("inst.pt") && Catch::Contains("unsupported opcode"));
+}
