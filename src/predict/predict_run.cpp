@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "../engine/run_folder.hpp"
 #include "yolotrain/engine/train_config.hpp"
@@ -74,14 +75,19 @@ struct Totals {
 
 PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlToken& token, std::ostream& out,
                              std::ostream& err) {
+  if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
+  // Bad weights or a source that names nothing: the command line must change (exit 2).
+  std::optional<Predictor> loaded;
   SourceFiles files;
   try {
+    loaded.emplace(cfg.model, cfg.predictor);
     files = expand_source(cfg.source);
+  } catch (const engine::ConfigError&) {
+    throw;
   } catch (const Error& e) {
     throw engine::ConfigError(e.what());
   }
-  if (cfg.threads > 0) torch::set_num_threads(cfg.threads);
-  Predictor predictor(cfg.model, cfg.predictor);
+  Predictor& predictor = *loaded;
   PredictRunResult result;
   for (const auto& v : files.videos) {
     err << "predict: " << v.string() << ": a video; this build reads images only (no OpenCV videoio), skipped\n";

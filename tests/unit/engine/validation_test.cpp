@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 namespace en = yolotrain::engine;
 
 TEST_CASE("the validation table has Ultralytics' header and rows", "[engine]") {
@@ -46,4 +48,29 @@ TEST_CASE("validating a missing or foreign weights file says what is wrong", "[e
   CHECK_THROWS_WITH(en::validate(cfg), Catch::Contains("no such file"));
   CHECK_THROWS_WITH(en::val_config({"model=x.safetensors", "imgsz"}), Catch::Contains("key=value"));
   CHECK(en::val_config({"model=x.safetensors", "imgsz=320"}).imgsz == 320);
+}
+
+// PROVENANCE.md beside the weights: Ultralytics 8.2.82's own model.val(data=bccd, imgsz=320) of
+// this best.pt (rectangular batches, conf 0.001, iou 0.7).
+TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[engine]") {
+  namespace fs = std::filesystem;
+  const fs::path shared(YOLOTRAIN_SHARED_DIR);
+  const fs::path best = shared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+  const fs::path data = shared / "datasets" / "bccd" / "data.yaml";
+  if (!fs::exists(best) || !fs::exists(data)) {
+    WARN("skipped: " << best.string() << " or " << data.string() << " is absent");
+    return;
+  }
+  const en::TrainConfig cfg = en::val_config(
+      {"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16", "device=cpu", "workers=2"});
+  CHECK(cfg.imgsz == 320);
+  const en::ValidationReport r = en::validate(cfg);
+  CHECK(r.images == 87);
+  CHECK(r.metrics.mp == Approx(0.618231).margin(1e-3));
+  CHECK(r.metrics.mr == Approx(0.259789).margin(1e-3));
+  CHECK(r.metrics.map50 == Approx(0.222283).margin(1e-3));
+  CHECK(r.metrics.map == Approx(0.093575).margin(1e-3));
+  REQUIRE(r.metrics.ap50.size() == 3);
+  CHECK(r.metrics.ap50[0] == Approx(0.296).margin(1e-3));
+  CHECK(r.metrics.ap50[1] == Approx(0.371).margin(1e-3));
 }
