@@ -1,0 +1,167 @@
+// Integration tests of `yolo_train predict` and of training that starts from Ultralytics' own
+// .pt weights: real processes, real signals, the genuine files in ../shared.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "test_support.hpp"
+#include "tiny_shapes.hpp"
+
+namespace fs = std::filesystem;
+namespace yt = yolotrain::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const fs::path kShared(YOLOTRAIN_SHARED_DIR);
+const fs::path kBest = kShared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+const fs::path kBccd = kShared / "datasets" / "bccd";
+
+bool shared_missing() {
+  if (fs::exists(kBest) && fs::exists(kBccd)) return false;
+  WARN("skipped: " << kBest.string() << " or " << kBccd.string() << " is absent (../shared is not beside the checkout)");
+  return true;
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("yolo_train predict writes annotated images and labels and names an unreadable image", "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  fs::create_directories(tmp / "src");
+  const char* images[] = {"BloodImage_00000.jpg", "BloodImage_00002.jpg", "BloodImage_00014.jpg"};
+  for (const char* f : images) fs::copy_file(kBccd / "images" / "val" / f, tmp / "src" / f);
+  std::ofstream(tmp / "src" / "broken.jpg") << "not a jpeg";
+  std::ofstream(tmp / "src" / "notes.md") << "not an image: left out, as Ultralytics does";
+  const yt::Finished f = yt::run_to_end({YOLO_TRAIN_PATH, "predict", "model=" + kBest.string(),
+                                         "source=" + (tmp / "src").string(), "imgsz=320", "save_txt=true",
+                                         "save_conf=true", "project=" + (tmp / "runs").string(), "threads=2"},
+                                        tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 1);  // something failed: the broken image
+  CHECK_THAT(f.output, Catch::Contains("broken.jpg: cannot be read, skipped"));
+  CHECK(std::regex_search(f.output, std::regex(R"(image 1/4 \S+BloodImage_00000\.jpg: 256x320 \d+ RBCs?, .*\d+\.\dms)")));
+  CHECK_THAT(f.output, Catch::Contains("Speed: ") && Catch::Contains("ms postprocess per image at shape (1, 3, 256, 320)"));
+  const fs::path dir = tmp / "runs" / "predict";
+  CHECK_THAT(f.output, Catch::Contains("Results saved to " + dir.string()));
+  CHECK_THAT(f.output, Catch::Contains("3 labels saved to " + (dir / "labels").string()));
+  for (const char* image : images) {
+    CAPTURE(image);
+    CHECK(fs::file_size(dir / image) > 10000);
+    const fs::path txt = dir / "labels" / (fs::path(image).stem().string() + ".txt");
+    std::ifstream in(txt);
+    int rows = 0;
+    for (std::string line; std::getline(in, line); ++rows) {
+      const auto v = split(line);
+      REQUIRE(v.size() == 6);  // cls xc yc w h conf
+      CHECK(std::stoi(v[0]) >= 0);
+      CHECK(std::stoi(v[0]) < 3);
+      for (int k = 1; k < 6; ++k) {
+        CHECK(std::stod(v[k]) >= 0);
+        CHECK(std::stod(v[k]) <= 1);
+      }
+      CHECK(std::stod(v[5]) > 0.25);
+    }
+    CHECK(rows > 0);
+  }
+  CHECK_FALSE(fs::exists(dir / "broken.jpg"));
+  // A second run goes to predict2, as Ultralytics' increment_path.
+  const yt::Finished again = yt::run_to_end({YOLO_TRAIN_PATH, "predict", "model=" + kBest.string(),
+                                             "source=" + (tmp / "src" / images[0]).string(), "imgsz=320",
+                                             "project=" + (tmp / "runs").string()},
+                                            tmp / "out2.txt");
+  CHECK(again.code == 0);
+  CHECK(fs::exists(tmp / "runs" / "predict2" / images[0]));
+  const yt::Finished bad = yt::run_to_end({YOLO_TRAIN_PATH, "predict", "model=" + (tmp / "nope.pt").string(),
+                                           "source=" + (tmp / "src").string()},
+                                          tmp / "out3.txt");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("nope.pt: no such file"));
+}
+
+TEST_CASE("SIGTERM during yolo_train predict stops between images with exit 143", "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  yt::Child c = yt::spawn({YOLO_TRAIN_PATH, "predict", "model=" + kBest.string(),
+                           "source=" + (kBccd / "images" / "train").string(), "imgsz=640", "save=false", "threads=1"},
+                          tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return yt::slurp(tmp / "out.txt").find("image 3/") != std::string::npos; }, 60s));
+  kill(c.pid, SIGTERM);
+  CHECK(yt::wait_exit(c, 60s) == 143);
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("predict: stopped after"));
+  CHECK(out.find("image 205/205") == std::string::npos);
+}
+
+// Ultralytics' fine-tuning: model=best.pt data=... builds the .pt's architecture with the data's
+// nc and transfers what fits; then the run is an ordinary yolo_train run (stop, pause, resume).
+TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes exactly", "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  const auto args = [&](const std::string& name, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {YOLO_TRAIN_PATH, "model=" + kBest.string(), "data=" + yt::tiny_shapes_dataset().string(),
+                                  "epochs=2", "imgsz=64", "batch=4", "workers=2", "threads=1",
+                                  "project=" + tmp.path().string(), "name=" + name, "save_interval=0",
+                                  "status_interval=0.01"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const yt::Finished straight = yt::run_to_end(args("straight"), tmp / "straight.txt");
+  INFO(straight.output);
+  REQUIRE(straight.code == 0);
+  // The shapes set has another nc than bccd's 3: the class convolutions of the head start fresh.
+  CHECK(std::regex_search(straight.output, std::regex(R"(Transferred 3\d\d/355 items from pretrained weights \(Ultralytics 8\.2\.82)")));
+
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(args("run"), tmp / "out1.txt");
+  REQUIRE(yt::wait_for_step(dir, 2));
+  kill(child.pid, SIGUSR1);
+  REQUIRE(yt::wait_for_state(dir, "paused"));
+  kill(child.pid, SIGUSR2);
+  REQUIRE(yt::wait_for_step(dir, 5));
+  kill(child.pid, SIGTERM);
+  CHECK(yt::wait_exit(child, 120s) == 143);
+  const yt::Finished resumed = yt::run_to_end(args("run", {"resume=true"}), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  const auto weights = [&](const std::string& name) {
+    const fs::path best = tmp / name / "weights" / "best.ytckpt";
+    REQUIRE(yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / (name + "-export.txt")).code == 0);
+    return yt::slurp(fs::path(best).replace_extension(".safetensors"));
+  };
+  CHECK(weights("run") == weights("straight"));
+}
+
+TEST_CASE("fine-tuning Ultralytics' best.pt on bccd starts where that model is", "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  const yt::Finished f = yt::run_to_end({YOLO_TRAIN_PATH, "model=" + kBest.string(), "data=" + (kBccd / "data.yaml").string(),
+                                         "epochs=1", "imgsz=320", "batch=16", "workers=2", "threads=2",
+                                         "project=" + tmp.path().string(), "name=ft", "verbose=false"},
+                                        tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("Transferred 355/355 items from pretrained weights"));
+  std::istringstream csv(yt::slurp(tmp / "ft" / "results.csv"));
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  std::vector<double> v;
+  std::stringstream cells(row);
+  for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
+  REQUIRE(v.size() >= 8);
+  // Ultralytics' own validation of best.pt: mAP50 0.222. From scratch, epoch 1 is ~0.
+  CHECK(v[6] > 0.15);
+}
