@@ -32,7 +32,10 @@ at::Tensor ConvImpl::forward(const at::Tensor& x) {
   at::Tensor y = conv->forward(x);
   detail::count_macs(*conv, y);
   if (bn) y = bn->forward(y);
-  return act ? act->forward(y) : y;
+  if (!act) return y;
+  // Without autograd, in place (Ultralytics' activations are inplace=True): one tensor less per layer.
+  if (!at::GradMode::is_enabled()) return at::silu_(y);
+  return act->forward(y);
 }
 
 void ConvImpl::fuse() {
