@@ -1,11 +1,23 @@
-// Links yolotrain through find_package and uses it: a token, a signal binding, a checkpoint that
-// is written, verified and read back, and a YOLOv8n built from the installed model YAML by name.
+// Links yolotrain through find_package and uses every part through the one umbrella header: a
+// token, a signal binding, a checkpoint written, verified and read back (lifecycle); a YOLOv8n
+// built from the installed model YAML by name (nn); its weights written and read back (io), run
+// by a Predictor (predict) whose raw output goes through NMS (metrics) and box ops (loss); a
+// training configuration (engine), an image (data) and the distributed environment (dist).
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <iostream>
 
-#include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/yolotrain.hpp"
+
+namespace {
+
+int fail(const std::string& what) {
+  std::cerr << "consumer: " << what << "\n";
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   namespace lc = yolotrain::lifecycle;
@@ -34,7 +46,25 @@ int main(int argc, char** argv) {
     std::cerr << "consumer: yolov8n has " << parameters << " parameters, expected 3157200\n";
     return 1;
   }
+  const std::filesystem::path weights = std::filesystem::path(argv[1]) / "yolov8n.safetensors";
+  yolotrain::nn::save_weights(*model, weights);
+  const yolotrain::io::ModelWeights read = yolotrain::io::read_model_weights(weights);
+  if (read.nc != 80 || read.model_yaml != "yolov8n.yaml") return fail("the weights did not read back as yolov8n nc 80");
+  yolotrain::predict::PredictOptions options;
+  options.imgsz_h = options.imgsz_w = 64;
+  options.device = "cpu";
+  yolotrain::predict::Predictor predictor(weights, options);
+  const yolotrain::predict::Prediction p = predictor.predict(yolotrain::data::Image(48, 64, 114));
+  if (p.input_h != 64 || p.input_w != 64 || p.orig_h != 48) return fail("the predictor letterboxed wrongly");
+  const auto kept = yolotrain::metrics::non_max_suppression(at::zeros({1, 84, 10}));
+  if (kept.size() != 1 || kept[0].size(0) != 0) return fail("NMS of nothing kept something");
+  if (!yolotrain::loss::xywh2xyxy(at::tensor({2.f, 2.f, 2.f, 2.f}).view({1, 4}))
+           .equal(at::tensor({1.f, 1.f, 3.f, 3.f}).view({1, 4}))) {
+    return fail("xywh2xyxy is wrong");
+  }
+  if (yolotrain::engine::TrainConfig::from_args({"epochs=3"}).epochs != 3) return fail("TrainConfig did not parse");
+  if (yolotrain::dist::DistEnv::from_environment()) return fail("a single process saw a distributed environment");
   std::cout << "yolotrain " << yolotrain::version() << ": checkpoint round-trip ok, yolov8n from "
-            << model->yaml_path().string() << "\n";
+            << model->yaml_path().string() << ", every part through yolotrain.hpp\n";
   return 0;
 }

@@ -19,6 +19,7 @@
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
 #include "yolotrain/lifecycle/optimizer_state_key.hpp"
+#include "yolotrain/lifecycle/pause.hpp"
 #include "yolotrain/lifecycle/run_status.hpp"
 #include "yolotrain/lifecycle/sha256.hpp"
 
@@ -267,22 +268,11 @@ void Run::move_state(torch::Device device) {
 }
 
 bool Run::pause() {
-  status_.note_request("pause");
-  status_.set_state(lc::RunState::Pausing);
-  checkpoint(true);
-  if (o_.pause_release == "exit") return false;
-  if (o_.pause_release == "offload") move_state(torch::kCPU);
-  lc::cuda_release_cached();
-  say("paused at step " + std::to_string(step_) + " (" + lc::describe(lc::cuda_memory()) + ")");
-  status_.set_state(lc::RunState::Paused);
-  token_.wait_while_paused();
-  if (o_.pause_release == "offload") move_state(device_);
-  if (!token_.stop_requested()) {
-    status_.note_request("resume");
-    say("resumed at step " + std::to_string(step_));
-  }
-  status_.set_state(lc::RunState::Running);
-  return true;
+  lc::PauseSteps steps;
+  steps.checkpoint = [&] { checkpoint(true); };
+  steps.offload = [&](bool to_host) { move_state(to_host ? torch::Device(torch::kCPU) : device_); };
+  steps.say = [&](const std::string& line) { say(line); };
+  return lc::pause_run(token_, status_, lc::parse_pause_release(o_.pause_release), step_, steps) != lc::PauseEnd::Exit;
 }
 
 void Run::handle_checkpoint_request() {

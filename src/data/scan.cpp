@@ -246,9 +246,15 @@ Dataset load_split(const DataConfig& config, const std::string& split, const Sca
                 " (supported extensions: jpg jpeg png ...)");
   Dataset ds = scan_images(images, config.names, options);
   ds.split = split;
-  if (ds.records.empty())
+  if (ds.records.empty()) {
+    std::string reasons;  // the first few by name; yolo_dataset check lists them all
+    for (std::size_t i = 0; i < std::min<std::size_t>(ds.report.corrupt.size(), 5); ++i) {
+      reasons += "\n  " + ds.report.corrupt[i].file.string() + ": " + ds.report.corrupt[i].reason;
+    }
+    if (ds.report.corrupt.size() > 5) reasons += "\n  ... and " + std::to_string(ds.report.corrupt.size() - 5) + " more";
     throw Error(config.yaml.string() + ": split '" + split + "' has no usable image in " + where + " (" +
-                std::to_string(ds.report.corrupt.size()) + " corrupt; run 'yolo_dataset check' for the reasons)");
+                std::to_string(ds.report.corrupt.size()) + " corrupt; 'yolo_dataset check' lists them all):" + reasons);
+  }
   return ds;
 }
 

@@ -32,7 +32,9 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/folder_lock.hpp"
 #include "yolotrain/lifecycle/host_memory.hpp"
+#include "yolotrain/lifecycle/pause.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/nn/detection_model.hpp"
@@ -118,6 +120,8 @@ struct Trainer::Run {
   std::unique_ptr<data::Loader> train_loader, val_loader;
   std::unique_ptr<lc::CheckpointStore> store;
   std::unique_ptr<lc::RunStatus> status;
+  std::optional<lc::FolderLock> folder_lock;  // rank 0: held for the whole run
+  fs::path locked_dir;
   std::ofstream log_file;
 
   std::int64_t epoch = 0, batch = 0, nb = 1, last_opt_step = -1, best_epoch = -1;
@@ -138,9 +142,12 @@ struct Trainer::Run {
 
   std::int64_t step() const { return epoch * nb + batch; }
   void say(const std::string& line);
+  void log_only(const std::string& line);
+  void report_problems(const std::string& prefix, const data::ScanReport& report);
   void set_state(lc::RunState s);
   void find_resume_checkpoint();
   fs::path find_resume_checkpoint_leader();
+  void lock_run_dir();
   void adopt_stored_config();
   void load_data();
   void build();
@@ -159,8 +166,7 @@ struct Trainer::Run {
   void schedule(std::int64_t ni);
   void optimizer_step();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
-  enum class PauseEnd { Resumed, Stopped, Exit };
-  PauseEnd pause();
+  lc::PauseEnd pause();
   bool share_epoch_end(EpochMetrics& m, bool validated);
   double elapsed() const;
   void train_batch(const data::Batch& b);
@@ -178,6 +184,28 @@ void Trainer::Run::say(const std::string& line) {
   if (log_file) log_file << line << std::endl;
 }
 
+void Trainer::Run::log_only(const std::string& line) {
+  if (ranks.leader() && log_file) log_file << line << std::endl;
+}
+
+// As Ultralytics' dataset scan: one warning per bad file with its reason. All of them go to
+// train.log, the first 20 to the terminal too.
+void Trainer::Run::report_problems(const std::string& prefix, const data::ScanReport& report) {
+  std::vector<std::string> lines;
+  for (const auto& p : report.corrupt) {
+    lines.push_back(prefix + "WARNING " + p.file.string() + ": ignoring corrupt image/label: " + p.reason);
+  }
+  for (const auto& w : report.warnings) lines.push_back(prefix + "WARNING " + w);
+  const std::size_t shown = 20;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i < shown) say(lines[i]);
+    else log_only(lines[i]);
+  }
+  if (lines.size() > shown) {
+    say(prefix + "... and " + std::to_string(lines.size() - shown) + " more warnings, all in train.log");
+  }
+}
+
 void Trainer::Run::set_state(lc::RunState s) {
   if (status) status->set_state(s);
   if (cb.on_state_change) cb.on_state_change(s);
@@ -192,10 +220,23 @@ void Trainer::Run::find_resume_checkpoint() {
   if (resume_from) adopt_stored_config();
 }
 
+// One writer per run folder (rank 0 for the group): a second process on it is refused.
+void Trainer::Run::lock_run_dir() {
+  if (folder_lock && locked_dir == run_dir) return;
+  folder_lock.reset();
+  try {
+    folder_lock.emplace(run_dir);
+    locked_dir = run_dir;
+  } catch (const lc::FolderLockedError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
 // The run folder, and the checkpoint to resume from (loaded into resume_from; empty: none).
 fs::path Trainer::Run::find_resume_checkpoint_leader() {
   if (cfg.resume == "false") {
     run_dir = make_run_dir(cfg.project, cfg.name, cfg.exist_ok);
+    lock_run_dir();
     return {};
   }
   fs::path target = cfg.resume == "true" ? fs::path(cfg.project) / cfg.name : fs::path(cfg.resume);
@@ -207,12 +248,22 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
       std::cout << "resume: " << cfg.model << " does not exist (yolo_train's checkpoints are "
                 << "weights/last-<step>.ytckpt); resuming the newest checkpoint of " << target.string() << std::endl;
     }
+  } else if (!fs::exists(target)) {  // an explicit path is never a fresh start: a typo must not train from scratch
+    throw ConfigError("resume=" + cfg.resume + ": no such checkpoint or run folder; give a .ytckpt file, a run folder "
+                      "(project/name) or resume=true");
   }
   fs::path found_path = target;
   if (fs::is_regular_file(target)) {
-    resume_from = lc::CheckpointStore::load(target);
+    if (target.extension() != ".ytckpt") {
+      throw ConfigError("resume=" + target.string() + ": not a yolo_train checkpoint (.ytckpt); to start from "
+                        "weights, give them as model= instead");
+    }
     run_dir = target.parent_path().parent_path();
+    lock_run_dir();
+    resume_from = lc::CheckpointStore::load(target);
   } else {
+    run_dir = target;
+    lock_run_dir();
     lc::CheckpointStore probe({target / "weights", 2, "", "last", {}});
     lc::LoadResult found = probe.load_latest();
     for (const auto& s : found.skipped) {
@@ -225,11 +276,11 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
     }
     resume_from = std::move(found.checkpoint);
     found_path = found.path;
-    run_dir = target;
     if (!resume_from) {
       std::cout << "resume: no checkpoint in " << (target / "weights").string() << " yet; starting from scratch"
                 << std::endl;
       run_dir = make_run_dir(cfg.project, cfg.name, true);
+      lock_run_dir();
       return {};
     }
   }
@@ -263,7 +314,9 @@ void Trainer::Run::load_data() {
   train_set = data::load_split(data_config, "train");
   val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   say("train: " + train_set.report.summary());
+  report_problems("train: ", train_set.report);
   say("val: " + val_set.report.summary());
+  report_problems("val: ", val_set.report);
   if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
     const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(train_set.size())));
     if (keep == 0) throw ConfigError("fraction=" + exact(cfg.fraction) + " leaves no training image of " +
@@ -513,36 +566,24 @@ void Trainer::Run::optimizer_step() {
   ema->update(model);
 }
 
-Trainer::Run::PauseEnd Trainer::Run::pause() {
-  status->note_request("pause");
-  set_state(lc::RunState::Pausing);
-  checkpoint(true);
-  if (cfg.pause_release == "exit") {
+lc::PauseEnd Trainer::Run::pause() {
+  lc::PauseSteps steps;
+  steps.checkpoint = [&] { checkpoint(true); };
+  steps.offload = [&](bool to_host) {
+    const torch::Device to = to_host ? torch::Device(torch::kCPU) : device;
+    model->to(to);
+    ema->ema()->to(to);
+    rehome_optimizer_state(*optimizer, choice.name);
+  };
+  steps.wait = [&] { return ranks.wait_while_paused(token).stop; };  // the ranks agree on the end
+  steps.say = [&](const std::string& line) { say(line); };
+  steps.set_state = [&](lc::RunState s) { set_state(s); };
+  const lc::PauseEnd end = lc::pause_run(token, *status, lc::parse_pause_release(cfg.pause_release), step(), steps);
+  if (end == lc::PauseEnd::Exit) {
     result.outcome = RunOutcome::Paused;
     result.reason = "pause_release=exit";
-    return PauseEnd::Exit;
   }
-  if (cfg.pause_release == "offload") {
-    model->to(torch::kCPU);
-    ema->ema()->to(torch::kCPU);
-    rehome_optimizer_state(*optimizer, choice.name);
-  }
-  lc::cuda_release_cached();
-  lc::release_freed_host_memory();
-  say("paused at step " + std::to_string(step()) + " (" + lc::describe(lc::cuda_memory()) + ")");
-  set_state(lc::RunState::Paused);
-  const dist::AgreedRequests ended = ranks.wait_while_paused(token);
-  if (cfg.pause_release == "offload") {
-    model->to(device);
-    ema->ema()->to(device);
-    rehome_optimizer_state(*optimizer, choice.name);
-  }
-  if (!ended.stop) {
-    status->note_request("resume");
-    say("resumed at step " + std::to_string(step()));
-  }
-  set_state(lc::RunState::Running);
-  return ended.stop ? PauseEnd::Stopped : PauseEnd::Resumed;
+  return end;
 }
 
 bool Trainer::Run::poll() {
@@ -559,9 +600,9 @@ bool Trainer::Run::poll() {
   }
   bool stop = agreed.stop;
   if (agreed.pause && !stop) {
-    const PauseEnd end = pause();
-    if (end == PauseEnd::Exit) return false;
-    stop = end == PauseEnd::Stopped;  // a stop while paused: no further step
+    const lc::PauseEnd end = pause();
+    if (end == lc::PauseEnd::Exit) return false;
+    stop = end == lc::PauseEnd::Stopped;  // a stop while paused: no further step
   }
   if (stop) {
     result.outcome = RunOutcome::Stopped;

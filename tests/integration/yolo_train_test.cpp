@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include <algorithm>
+#include <fstream>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -380,4 +382,70 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
   INFO(val.output);
   CHECK(val.code == 0);
   CHECK_THAT(val.output, Catch::Contains("                   all         64"));
+}
+
+TEST_CASE("a second trainer on a run folder in use exits 2 naming the owner; a SIGKILLed owner frees it at once",
+          "[integration]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child first = yt::spawn(train_args(tmp.path(), {"epochs=300"}), tmp / "first.txt");
+  REQUIRE(yt::wait_for_step(dir, 6));  // past epoch 1: a checkpoint exists
+  const std::string csv_before = yt::slurp(dir / "results.csv");
+  const Finished second = run_to_end(train_args(tmp.path(), {"epochs=300", "resume=true"}), tmp / "second.txt");
+  INFO(second.output);
+  CHECK(second.code == 2);
+  CHECK_THAT(second.output, Catch::Contains("is in use by another process (PID " + std::to_string(first.pid) + ";"));
+  CHECK_THAT(second.output, !Catch::Contains("resumed from step"));
+  CHECK(status_of(dir)["state"] == "running");  // the owner's status is its own
+  CHECK(yt::slurp(dir / "results.csv").rfind(csv_before, 0) == 0);  // nothing appended by the second
+  kill(first.pid, SIGKILL);
+  CHECK(yt::wait_exit(first, 60s) == 128 + SIGKILL);
+  // At once: no stale lock to wait for or remove.
+  yt::Child third = yt::spawn(train_args(tmp.path(), {"epochs=300", "resume=true"}), tmp / "third.txt");
+  REQUIRE(yt::wait_until([&] { return yt::slurp(tmp / "third.txt").find("resumed from step") != std::string::npos; },
+                         60s));
+  kill(third.pid, SIGTERM);
+  CHECK(yt::wait_exit(third, 60s) == 143);
+}
+
+TEST_CASE("resume= a path that does not exist, or is no checkpoint, exits 2 and trains nothing", "[integration]") {
+  yt::TempDir tmp;
+  const Finished missing = run_to_end(train_args(tmp.path(), {"resume=" + (tmp / "nope.ytckpt").string()}), tmp / "a.txt");
+  INFO(missing.output);
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.output, Catch::Contains("resume=" + (tmp / "nope.ytckpt").string() + ": no such checkpoint"));
+  std::ofstream(tmp / "weights.pt") << "not a checkpoint";
+  const Finished other = run_to_end(train_args(tmp.path(), {"resume=" + (tmp / "weights.pt").string()}), tmp / "b.txt");
+  INFO(other.output);
+  CHECK(other.code == 2);
+  CHECK_THAT(other.output, Catch::Contains("not a yolo_train checkpoint"));
+  CHECK_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST_CASE("broken label files are named with their reasons in train.log", "[integration]") {
+  yt::TempDir tmp;
+  const fs::path yaml = yolotrain::data::write_shapes_dataset(tmp / "data", yolotrain::data::ShapesOptions{0, 8, 4, 64, 90});
+  std::vector<fs::path> labels;
+  for (const auto& e : fs::directory_iterator(tmp / "data" / "labels" / "train")) labels.push_back(e.path());
+  std::sort(labels.begin(), labels.end());
+  REQUIRE(labels.size() >= 4);
+  const std::vector<std::pair<std::string, std::string>> broken = {
+      {"0 nan 0.5 0.2 0.2\n", "not a finite number"},
+      {"0 -0.5 0.5 0.2 0.2\n", "out of [0, 1]"},
+      {"0 0.5 0.5 0.2 7\n", "out of [0, 1]"},
+      {"0 0.5 0.5 0.2\n", "4 columns, expected 5"}};
+  for (std::size_t i = 0; i < broken.size(); ++i) std::ofstream(labels[i]) << broken[i].first;
+  const Finished f = run_to_end({YOLO_TRAIN_PATH, "data=" + yaml.string(), "epochs=1", "imgsz=64", "batch=4",
+                                 "workers=1", "threads=1", "project=" + tmp.path().string(), "name=run"},
+                                tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("4 corrupt"));
+  const std::string log = yt::slurp(tmp / "run" / "train.log");
+  for (std::size_t i = 0; i < broken.size(); ++i) {
+    CAPTURE(labels[i]);
+    CHECK_THAT(log, Catch::Contains(labels[i].string() + ": ignoring corrupt image/label: line 1: ") &&
+                        Catch::Contains(broken[i].second));
+    CHECK_THAT(f.output, Catch::Contains(labels[i].string()));
+  }
 }
