@@ -258,4 +258,14 @@ Dataset load_split(const DataConfig& config, const std::string& split, const Sca
   return ds;
 }
 
+LabelFile read_label_file(const fs::path& label, int nc, float clip_tolerance) {
+  FileResult r;
+  LabelFile out;
+  if (!read_labels(label, nc, clip_tolerance, r)) out.problem = r.problem.reason;
+  out.boxes = std::move(r.record.boxes);
+  out.warnings = std::move(r.warnings);
+  out.duplicates = r.duplicates;
+  return out;
+}
+
 }  // namespace yolotrain::data

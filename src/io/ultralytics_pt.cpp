@@ -120,9 +120,23 @@ std::vector<std::string> class_names(const PickleRef& names, const std::string& 
 
 }  // namespace
 
+namespace {
+
+UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& file);
+
+}  // namespace
+
 UltralyticsCheckpoint read_ultralytics_pt(const fs::path& path) {
-  const std::string file = path.string();
-  const PickleRef root = read_torch_archive(path);
+  return from_archive(read_torch_archive(path), path.string());
+}
+
+UltralyticsCheckpoint read_ultralytics_pt_bytes(const std::vector<std::uint8_t>& bytes, const std::string& name) {
+  return from_archive(read_torch_archive_bytes(bytes, name), name);
+}
+
+namespace {
+
+UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& file) {
   if (root->kind != Kind::Dict) {
     throw Error(file + ": holds " + root->describe() + ", not an Ultralytics checkpoint (a dict with 'model')");
   }
@@ -172,5 +186,7 @@ UltralyticsCheckpoint read_ultralytics_pt(const fs::path& path) {
   if (PickleRef e = root->get("epoch"); e && e->kind == Kind::Int) out.epoch = e->i;
   return out;
 }
+
+}  // namespace
 
 }  // namespace yolotrain::io

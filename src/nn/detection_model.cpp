@@ -35,6 +35,16 @@ class Args {
       throw bad(i, "an integer");
     }
   }
+  int64_t integer_in(size_t i, int64_t fallback, int64_t lo, int64_t hi) const {
+    const int64_t v = integer(i, fallback);
+    if (v < lo || v > hi) throw bad(i, "an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return v;
+  }
+  double real_in(size_t i, double fallback, double lo, double hi) const {
+    const double v = real(i, fallback);
+    if (!(v >= lo && v <= hi)) throw bad(i, "a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    return v;
+  }
   double real(size_t i, double fallback) const {
     if (!has(i)) return fallback;
     try {
@@ -58,8 +68,11 @@ class Args {
   int64_t channels() const {
     if (!has(0)) throw Error(detail::row_context(def_, layer_) + "args[0] (output channels) is missing");
     const int64_t c2 = integer(0, 0);
+    if (c2 < 1 || c2 > 65536) throw bad(0, "a channel count from 1 to 65536");
     if (c2 == def_.nc) return c2;
-    return make_divisible(std::min(static_cast<double>(c2), def_.max_channels) * def_.width, 8);
+    const int64_t out = make_divisible(std::min(static_cast<double>(c2), def_.max_channels) * def_.width, 8);
+    if (out > 65536) throw bad(0, "at most 65536 channels once scaled (width " + std::to_string(def_.width) + ")");
+    return out;
   }
   Error bad(size_t i, const std::string& expected) const {
     return Error(detail::row_context(def_, layer_) + "args[" + std::to_string(i) + "] = " +
@@ -76,8 +89,13 @@ class Args {
 DetectionModelImpl::DetectionModelImpl(const DetectionModelOptions& options_) : options(options_) { reset(); }
 
 void DetectionModelImpl::reset() {
-  build();
-  probe_and_initialise();
+  try {
+    build();
+    probe_and_initialise();
+  } catch (const c10::Error& e) {  // e.g. channels that the groups do not divide, a map too small to probe
+    throw Error("model " + options.model() + ": libtorch refuses the network it describes: " +
+                e.what_without_backtrace());
+  }
 }
 
 void DetectionModelImpl::build() {
@@ -110,8 +128,10 @@ void DetectionModelImpl::build() {
     int64_t c2 = c1;
     if (row.module == "Conv") {
       c2 = args.channels();
-      auto o = ConvOptions(c1, c2, args.integer(1, 1), args.integer(2, 1)).g(args.integer(4, 1)).d(args.integer(5, 1));
-      if (args.has(3)) o.p(args.integer(3, 0));
+      auto o = ConvOptions(c1, c2, args.integer_in(1, 1, 1, 31), args.integer_in(2, 1, 1, 32))
+                    .g(args.integer_in(4, 1, 1, 65536))
+                    .d(args.integer_in(5, 1, 1, 32));
+      if (args.has(3)) o.p(args.integer_in(3, 0, 0, 31));
       o.act(args.boolean(6, true));
       model->push_back(Conv(o));
     } else if (row.module == "C2f") {
@@ -120,22 +140,24 @@ void DetectionModelImpl::build() {
       model->push_back(C2f(C2fOptions(c1, c2)
                                .n(row.repeats)
                                .shortcut(args.boolean(1, false))
-                               .g(args.integer(2, 1))
-                               .e(args.real(3, 0.5))));
+                               .g(args.integer_in(2, 1, 1, 65536))
+                               .e(args.real_in(3, 0.5, 0.01, 4))));
     } else if (row.module == "Bottleneck") {
       layer.kind = Kind::Bottleneck;
       c2 = args.channels();
-      model->push_back(Bottleneck(
-          BottleneckOptions(c1, c2).shortcut(args.boolean(1, true)).g(args.integer(2, 1)).e(args.real(4, 0.5))));
+      model->push_back(Bottleneck(BottleneckOptions(c1, c2)
+                                      .shortcut(args.boolean(1, true))
+                                      .g(args.integer_in(2, 1, 1, 65536))
+                                      .e(args.real_in(4, 0.5, 0.01, 4))));
     } else if (row.module == "SPPF") {
       layer.kind = Kind::SPPF;
       c2 = args.channels();
-      model->push_back(SPPF(SPPFOptions(c1, c2).k(args.integer(1, 5))));
+      model->push_back(SPPF(SPPFOptions(c1, c2).k(args.integer_in(1, 5, 1, 31))));
     } else if (row.module == "Upsample") {
       layer.kind = Kind::Upsample;
       if (args.text(2, "nearest") != "nearest") throw Error(ctx + "only mode \"nearest\" is supported");
       if (args.has(0)) throw Error(ctx + "an output size is not supported; give [None, factor, \"nearest\"]");
-      model->push_back(Upsample(args.real(1, 2.0)));
+      model->push_back(Upsample(args.real_in(1, 2.0, 1, 8)));
     } else if (row.module == "Concat") {
       layer.kind = Kind::Concat;
       const int64_t dim = args.integer(0, 1);
@@ -147,7 +169,7 @@ void DetectionModelImpl::build() {
       layer.kind = Kind::Detect;
       std::vector<int64_t> chs;
       for (int64_t j : row.from) chs.push_back(in_ch(j));
-      model->push_back(Detect(DetectOptions(args.integer(0, def.nc), chs)));
+      model->push_back(Detect(DetectOptions(args.integer_in(0, def.nc, 1, 100000), chs)));
     } else {
       throw Error(ctx + "unknown module '" + row.module +
                   "'; yolotrain knows Conv, C2f, Bottleneck, SPPF, nn.Upsample, Concat and Detect");

@@ -129,7 +129,7 @@ LayerDef parse_row(const ModelDef& def, const char* section, size_t k, const YAM
   } catch (const YAML::Exception&) {
     fail(def.path, layer.where + ": repeats " + YAML::Dump(row[1]) + " is not an integer");
   }
-  if (n < 1) fail(def.path, layer.where + ": repeats must be at least 1, got " + std::to_string(n));
+  if (n < 1 || n > 1000) fail(def.path, layer.where + ": repeats must be 1 to 1000, got " + std::to_string(n));
   // Python's round() rounds half to even, as nearbyint does in the default rounding mode.
   layer.repeats = n > 1 ? std::max<int64_t>(static_cast<int64_t>(std::nearbyint(n * def.depth)), 1) : n;
   layer.module = row[2].IsScalar() ? row[2].Scalar() : std::string();
@@ -194,7 +194,13 @@ ModelDef load_model_def(const fs::path& path, const std::string& scale, std::opt
   } catch (const YAML::Exception& e) {
     fail(path, std::string("bad value: ") + e.what());
   }
-  if (def.nc <= 0) fail(path, "nc must be positive, got " + std::to_string(def.nc));
+  // Bounds that keep a malformed YAML from asking for absurd tensors (or overflowing the scaling).
+  if (def.nc <= 0 || def.nc > 100000) fail(path, "nc must be 1 to 100000, got " + std::to_string(def.nc));
+  if (def.ch <= 0 || def.ch > 64) fail(path, "ch (input channels) must be 1 to 64, got " + std::to_string(def.ch));
+  if (!(def.depth > 0 && def.depth <= 100) || !(def.width > 0 && def.width <= 100)) {
+    fail(path, "the depth and width multiples must be in (0, 100]");
+  }
+  if (!(def.max_channels >= 1)) fail(path, "max_channels must be at least 1");
   int64_t index = 0;
   for (const char* section : {"backbone", "head"}) {
     const YAML::Node rows = root[section];

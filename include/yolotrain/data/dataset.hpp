@@ -58,6 +58,18 @@ struct ScanOptions {
   float clip_tolerance = 0.01f;
 };
 
+/// One label file as scan_images() reads it (read_label_file()).
+struct LabelFile {
+  std::vector<Box> boxes;             ///< unique boxes, clipped to [0, 1]
+  std::string problem;                ///< why the file is refused ("line 3: ..."); empty when usable
+  std::vector<std::string> warnings;  ///< clipped boxes, duplicates removed
+  std::size_t duplicates = 0;
+};
+
+/// Reads and validates a YOLO label file (`cls xc yc w h` per line, normalised) for `nc` classes:
+/// what scan_images() does for each image's labels. A missing file is a background (no boxes).
+LabelFile read_label_file(const std::filesystem::path& label, int nc, float clip_tolerance = 0.01f);
+
 /// A validated split: the usable images with their labels, and the scan report.
 struct Dataset {
   std::string split;

@@ -38,4 +38,7 @@ struct UltralyticsCheckpoint {
 /// module class yolotrain does not implement (e.g. an RT-DETR or YOLOv10 layer).
 UltralyticsCheckpoint read_ultralytics_pt(const std::filesystem::path& path);
 
+/// read_ultralytics_pt() of a file's bytes already in memory; `name` is used in messages.
+UltralyticsCheckpoint read_ultralytics_pt_bytes(const std::vector<std::uint8_t>& bytes, const std::string& name);
+
 }  // namespace yolotrain::io

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <thread>
 
 #include "yolotrain/error.hpp"
@@ -22,6 +23,14 @@ struct Recorder {
   }
 };
 
+// Runs `then` on another thread 50 ms from now (the pause's resume or stop).
+std::thread in_50ms(std::function<void()> then) {
+  return std::thread([then] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    then();
+  });
+}
+
 }  // namespace
 
 TEST_CASE("pause_run runs the whole pause sequence and resumes", "[lifecycle]") {
@@ -29,10 +38,7 @@ TEST_CASE("pause_run runs the whole pause sequence and resumes", "[lifecycle]") 
   lc::RunStatus status("");
   Recorder r;
   token.request_pause();
-  std::thread resumer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    token.request_resume();
-  });
+  std::thread resumer = in_50ms([&] { token.request_resume(); });
   CHECK(lc::pause_run(token, status, lc::PauseRelease::Offload, 12, r.steps()) == lc::PauseEnd::Resumed);
   resumer.join();
   CHECK(r.events == std::vector<std::string>{"state pausing", "checkpoint", "to host", "paused at step 12",
@@ -44,10 +50,7 @@ TEST_CASE("pause_run ends on a stop while paused, and after the checkpoint with 
   lc::RunStatus status("");
   Recorder cache;
   token.request_pause();
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    token.request_stop(lc::StopReason::Api);
-  });
+  std::thread stopper = in_50ms([&] { token.request_stop(lc::StopReason::Api); });
   CHECK(lc::pause_run(token, status, lc::PauseRelease::Cache, 3, cache.steps()) == lc::PauseEnd::Stopped);
   stopper.join();
   CHECK(cache.events == std::vector<std::string>{"state pausing", "checkpoint", "paused at step 3", "state paused",

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ with clang 14 (AddressSanitizer + UndefinedBehaviorSanitizer)
+# and runs each for FUZZ_SECONDS (default 120) from its seed corpus in fuzz/corpus/<target>.
+#   bash scripts/fuzz.sh                      # every target
+#   FUZZ_SECONDS=600 bash scripts/fuzz.sh fuzz_pickle fuzz_ultralytics_pt
+# The parser under test is compiled into its target (instrumented, coverage-guided); everything
+# else comes from the Release build's libraries (BUILD_DIR, default build/; built when missing).
+# Findings (crash-*, leak-*, oom-*, timeout-*) land in build-fuzz/<target>/; the script exits 1 if any.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD_DIR:-$root/build}
+out=${FUZZ_DIR:-$root/build-fuzz}
+seconds=${FUZZ_SECONDS:-120}
+[ -f "$build/src/libyolotrain.so" ] || BUILD_DIR=$build bash "$root/scripts/build.sh"
+if ! command -v clang++-14 >/dev/null; then
+  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends clang-14
+fi
+
+declare -A sources=(
+  [fuzz_pickle]="src/io/pickle.cpp"
+  [fuzz_ultralytics_pt]="src/io/pickle.cpp src/io/torch_archive.cpp src/io/ultralytics_pt.cpp"
+  [fuzz_safetensors]="src/lifecycle/safetensors.cpp"
+  [fuzz_checkpoint]="src/lifecycle/checkpoint_store.cpp src/lifecycle/safetensors.cpp"
+  [fuzz_labels]="src/data/scan.cpp"
+  [fuzz_data_yaml]="src/data/data_config.cpp"
+  [fuzz_model_yaml]="src/nn/model_yaml.cpp"
+)
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_pickle fuzz_ultralytics_pt fuzz_safetensors fuzz_checkpoint fuzz_labels fuzz_data_yaml fuzz_model_yaml)
+
+flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+       -I"$root/include" -I"$root/src/nn" -I"$root/src/data" -I/usr/include/torch/csrc/api/include -I/usr/include/opencv4
+       -DYOLOTRAIN_WITH_CUDA=0)
+libs=(-L"$build/src" -L"$build/src/lifecycle" -Wl,-rpath,"$build/src:$build/src/lifecycle"
+      -lyolotrain -lyolotrain_lifecycle -ltorch -ltorch_cpu -lc10 -lyaml-cpp -lcrypto -lpthread)
+found=0
+mkdir -p "$out"
+for t in "${targets[@]}"; do
+  [ -n "${sources[$t]:-}" ] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
+  echo "== $t: building"
+  # shellcheck disable=SC2086
+  (cd "$root" && clang++-14 "${flags[@]}" "fuzz/$t.cpp" ${sources[$t]} "${libs[@]}" -o "$out/$t")
+  mkdir -p "$out/$t/corpus" && cp -n "$root/fuzz/corpus/$t/"* "$out/$t/corpus/" 2>/dev/null || true
+  echo "== $t: fuzzing for ${seconds} s"
+  (cd "$out/$t" && TMPDIR=/dev/shm ASAN_OPTIONS=detect_leaks=1 ../"$t" -max_total_time="$seconds" -timeout=10 \
+     -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -print_final_stats=1 corpus 2>&1 | tail -n 12) || true
+  if compgen -G "$out/$t/crash-*" >/dev/null || compgen -G "$out/$t/leak-*" >/dev/null ||
+     compgen -G "$out/$t/oom-*" >/dev/null || compgen -G "$out/$t/timeout-*" >/dev/null; then
+    echo "== $t: FINDINGS in $out/$t"; found=1
+  fi
+done
+exit $found
