@@ -31,19 +31,20 @@ targets=("$@")
 
 flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
        -I"$root/include" -I"$root/src/nn" -I"$root/src/data" -I/usr/include/torch/csrc/api/include -I/usr/include/opencv4
-       -DYOLOTRAIN_WITH_CUDA=0)
+       -DYOLOTRAIN_WITH_CUDA=0 -DYOLOTRAIN_MODELS_SOURCE_DIR=\"$root/models\" -DYOLOTRAIN_MODELS_INSTALL_DIR=\"/nonexistent\"
+       -DYOLOTRAIN_MODELS_LIB_RELATIVE=\"models\")
 libs=(-L"$build/src" -L"$build/src/lifecycle" -Wl,-rpath,"$build/src:$build/src/lifecycle"
       -lyolotrain -lyolotrain_lifecycle -ltorch -ltorch_cpu -lc10 -lyaml-cpp -lcrypto -lpthread)
 found=0
-mkdir -p "$out"
+mkdir -p "$out/bin"
 for t in "${targets[@]}"; do
   [ -n "${sources[$t]:-}" ] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
   echo "== $t: building"
   # shellcheck disable=SC2086
-  (cd "$root" && clang++-14 "${flags[@]}" "fuzz/$t.cpp" ${sources[$t]} "${libs[@]}" -o "$out/$t")
+  (cd "$root" && clang++-14 "${flags[@]}" "fuzz/$t.cpp" ${sources[$t]} "${libs[@]}" -o "$out/bin/$t")
   mkdir -p "$out/$t/corpus" && cp -n "$root/fuzz/corpus/$t/"* "$out/$t/corpus/" 2>/dev/null || true
   echo "== $t: fuzzing for ${seconds} s"
-  (cd "$out/$t" && TMPDIR=/dev/shm ASAN_OPTIONS=detect_leaks=1 ../"$t" -max_total_time="$seconds" -timeout=10 \
+  (cd "$out/$t" && TMPDIR=/dev/shm ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$root/scripts/sanitizers/lsan.supp:print_suppressions=0" ../bin/"$t" -max_total_time="$seconds" -timeout=10 \
      -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -print_final_stats=1 corpus 2>&1 | tail -n 12) || true
   if compgen -G "$out/$t/crash-*" >/dev/null || compgen -G "$out/$t/leak-*" >/dev/null ||
      compgen -G "$out/$t/oom-*" >/dev/null || compgen -G "$out/$t/timeout-*" >/dev/null; then

@@ -26,7 +26,7 @@ void print_help() {
   std::cout << "yolo_train " << yolotrain::version() << "\n\n"
             << "usage: yolo_train [train] key=value ...      train (resume=true continues a run)\n"
             << "       yolo_train val model=WEIGHTS [data=data.yaml] [imgsz=..] [batch=..]\n"
-            << "                                          validate a checkpoint (.ytckpt) or .safetensors weights\n"
+            << "                                          validate weights (per-class table)\n"
             << "       yolo_train predict model=WEIGHTS source=IMAGES [conf=..] [save_txt=true] ...\n"
             << "                                          detect objects; annotated images in runs/detect/predict\n"
             << "       yolo_train export model=WEIGHTS [format=safetensors]\n"

@@ -38,7 +38,7 @@ struct Spec {
 const std::vector<Spec>& specs() {
   using C = TrainConfig;
   static const std::vector<Spec> table = {
-      {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to start from (.pt/.safetensors)"},
+      {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to fine-tune (.pt/.ytckpt/.safetensors)"},
       {"data", &C::data, "dataset YAML, or 'shapes' for the built-in synthetic dataset"},
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},

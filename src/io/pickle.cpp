@@ -50,9 +50,29 @@ std::string PickleValue::describe() const {
 
 namespace {
 
+// Every value a pickle creates, owned together. A pickle may hold cycles (a BUILD of an object
+// with itself, a list appended to itself), which shared pointers alone would leak, and deep
+// nesting, which would recurse in their destructors: the arena unlinks every value first, then
+// frees them one by one.
+struct Arena {
+  std::vector<PickleRef> values;
+  ~Arena() {
+    for (auto& v : values) {
+      v->items.clear();
+      v->dict.clear();
+      v->callee.reset();
+      v->args.reset();
+      v->state.reset();
+    }
+  }
+};
+
+thread_local Arena* current_arena = nullptr;  // the arena of the read_pickle() running on this thread
+
 PickleRef make(Kind kind) {
   auto v = std::make_shared<PickleValue>();
   v->kind = kind;
+  if (current_arena) current_arena->values.push_back(v);
   return v;
 }
 
@@ -429,7 +449,19 @@ class Machine {
 
 PickleRef read_pickle(const std::uint8_t* data, std::size_t size, const std::string& name,
                       const PersistentLoad& persistent_load, const ReduceHook& reduce) {
-  return Machine(data, size, name, persistent_load, reduce).run();
+  auto arena = std::make_shared<Arena>();
+  Arena* outer = current_arena;
+  current_arena = arena.get();
+  PickleRef root;
+  try {
+    root = Machine(data, size, name, persistent_load, reduce).run();
+  } catch (...) {
+    current_arena = outer;
+    throw;
+  }
+  current_arena = outer;
+  // The root shares ownership of the arena: the whole graph lives as long as the root does.
+  return PickleRef(arena, root.get());
 }
 
 }  // namespace yolotrain::io

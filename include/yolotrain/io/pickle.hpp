@@ -12,7 +12,9 @@
 namespace yolotrain::io {
 
 struct PickleValue;
-/// Values are shared: the pickle memo hands the same object to several places.
+/// Values are shared: the pickle memo hands the same object to several places. The root that
+/// read_pickle() returns owns the whole graph (cycles included); a value taken out of it stays
+/// valid on its own, but its links to other values are cleared once the root is gone.
 using PickleRef = std::shared_ptr<PickleValue>;
 
 /// One value of a data-only pickle. Classes and functions are recorded by name (`Global`) and

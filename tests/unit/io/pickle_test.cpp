@@ -104,3 +104,14 @@ TEST_CASE("read_pickle refuses malformed and unsupported pickles with the reason
   CHECK_THAT(error_of("\x80\x02K\x01Q."), Catch::Contains("persistent id"));
   CHECK_THAT(error_of(""), Catch::Contains("test.pkl"));
 }
+
+TEST_CASE("read_pickle reads self-referencing structures (the root owns the cycle)", "[io]") {
+  // l = []; l.append(l): EMPTY_LIST, BINPUT 0, BINGET 0, APPEND, STOP
+  const PickleRef l = parse(B("\x80\x02]q\x00h\x00" "a."));
+  REQUIRE(l->kind == Kind::List);
+  REQUIRE(l->items.size() == 1);
+  CHECK(l->items[0].get() == l.get());
+  // An object BUILT with itself as its state.
+  const PickleRef o = parse(B("\x80\x02" "cm\nK\n)\x81q\x00h\x00" "b."));
+  CHECK(o->state.get() == o.get());
+}
