@@ -5,6 +5,8 @@
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 
+#include "yolotrain/lifecycle/folder_lock.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -90,7 +92,8 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
   CHECK(nlohmann::json::parse(yt::slurp(tmp / "run" / "status.json"))["state"] == "completed");
   std::size_t entries = 0;
   for (const auto& e : fs::directory_iterator(tmp / "run")) entries += e.path().filename() != "weights";
-  CHECK(entries == 4);  // args.yaml, results.csv, status.json, train.log: rank 1 wrote nothing
+  CHECK(entries == 5);  // .lock (rank 0's), args.yaml, results.csv, status.json, train.log: rank 1 wrote nothing
+  CHECK(!yolotrain::lifecycle::FolderLock::holder(tmp / "run"));  // released with its owner
   CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
 }
 

@@ -384,7 +384,7 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
   CHECK_THAT(val.output, Catch::Contains("                   all         64"));
 }
 
-TEST_CASE("a second trainer on a run folder in use exits 2 naming the owner; a SIGKILLed owner frees it at once",
+TEST_CASE("a second trainer on a run folder in use exits 2 naming the owner, and a SIGKILLed owner frees it at once",
           "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
