@@ -361,7 +361,7 @@ void Trainer::Run::build() {
   model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
                                  .nc(data_config.nc())
                                  .names(data_config.names));
-  if (start) {
+  if (start && !resume_from) {  // a resumed run takes its weights from the checkpoint instead
     const std::size_t n = nn::transfer_weights(*model, start->tensors);
     say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
         " items from pretrained weights (" + start->description + ")");

@@ -136,6 +136,7 @@ TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes 
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK_THAT(resumed.output, !Catch::Contains("Transferred"));  // the checkpoint's weights, not the .pt's
   const auto weights = [&](const std::string& name) {
     const fs::path best = tmp / name / "weights" / "best.ytckpt";
     REQUIRE(yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / (name + "-export.txt")).code == 0);
