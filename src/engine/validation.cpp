@@ -114,10 +114,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 io::ModelWeights load_val_weights(const TrainConfig& cfg) {
-  if (!fs::is_regular_file(cfg.model)) {
-    throw ConfigError("model=" + cfg.model + ": no such file; give a .pt (Ultralytics), .ytckpt or .safetensors file");
-  }
-  try {
+  try {  // a missing file too: read_model_weights names it
     return io::read_model_weights(cfg.model);
   } catch (const Error& e) {
     throw ConfigError(e.what());

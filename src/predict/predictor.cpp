@@ -28,8 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-std::int64_t stride_multiple(std::int64_t v) { return (v + 31) / 32 * 32; }
-
 // Ultralytics' preprocess of letterboxed BGR images: stack, BGR -> RGB, HWC -> CHW, /255.
 at::Tensor to_input(const std::vector<data::Image>& boxed) {
   const int h = boxed[0].height, w = boxed[0].width;
@@ -56,8 +54,8 @@ struct Predictor::Impl {
 
 Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  options.imgsz_h = stride_multiple(options.imgsz_h);
-  options.imgsz_w = stride_multiple(options.imgsz_w);
+  options.imgsz_h = engine::stride_multiple(options.imgsz_h);
+  options.imgsz_w = engine::stride_multiple(options.imgsz_w);
   if (options.imgsz_h <= 0 || options.imgsz_w <= 0) throw Error("predict: imgsz must be positive");
   m.device = engine::run_device(options.device);
   if (options.half && m.device.is_cpu()) {
