@@ -9,8 +9,12 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libturbojpeg0-dev libpng-dev
   nlohmann-json3-dev libgloo-dev libssl-dev
   libopenblas0-pthread
-  python3-torch
+  libonnx-dev libprotobuf-dev
+  python3-torch python3-onnx
 )
+# node runs ONNX Runtime (onnxruntime-node, from npm) in the ONNX export tests; Debian's nodejs
+# and npm when no node is installed (a node from elsewhere is used as it is).
+if ! command -v node >/dev/null; then packages+=(nodejs npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,8 +23,25 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# onnxruntime-node into tests/onnxruntime/node_modules, at the version package-lock.json pins. Its
+# install script only fetches optional GPU binaries (from a host this network may not reach), so
+# it is skipped. A failure is a warning: the ONNX Runtime tests then skip, saying why.
+install_onnxruntime() {
+  local dir="$root/tests/onnxruntime"
+  if [ -d "$dir/node_modules/onnxruntime-node" ]; then return 0; fi
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: WARNING no npm; the ONNX Runtime tests will skip" >&2
+    return 0
+  fi
+  echo "install-deps: npm ci --ignore-scripts in tests/onnxruntime (onnxruntime-node)"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+    echo "install-deps: WARNING npm could not install onnxruntime-node; the ONNX Runtime tests will skip" >&2
+}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
+  install_onnxruntime
   exit 0
 fi
 
@@ -34,3 +55,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_onnxruntime

@@ -13,6 +13,7 @@
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/engine/validate.hpp"
+#include "yolotrain/export/export_config.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
 #include "yolotrain/predict/predict_run.hpp"
 #include "yolotrain/version.hpp"
@@ -29,8 +30,8 @@ void print_help() {
             << "                                          validate weights (per-class table)\n"
             << "       yolo_train predict model=WEIGHTS source=IMAGES [conf=..] [save_txt=true] ...\n"
             << "                                          detect objects; annotated images in runs/detect/predict\n"
-            << "       yolo_train export model=WEIGHTS [format=safetensors]\n"
-            << "                                          write weights with Ultralytics' names\n"
+            << "       yolo_train export model=WEIGHTS [format=safetensors|onnx] [imgsz=..] [dynamic=true] ...\n"
+            << "                                          write WEIGHTS.safetensors (Ultralytics' names) or WEIGHTS.onnx\n"
             << "WEIGHTS: an Ultralytics .pt (yolov8n.pt, best.pt), a yolo_train .ytckpt or .safetensors;\n"
             << "model=WEIGHTS when training fine-tunes from them.\n\n"
             << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
@@ -44,6 +45,10 @@ void print_help() {
   for (const auto& [name, value, help] : yolotrain::predict::PredictConfig::describe()) {
     std::printf("  %-18s %-16s %s\n", name.c_str(), ("[" + value + "]").c_str(), help.c_str());
   }
+  std::cout << "\nExport arguments:\n";
+  for (const auto& [name, value, help] : yolotrain::exporter::ExportConfig::describe()) {
+    std::printf("  %-18s %-16s %s\n", name.c_str(), ("[" + value + "]").c_str(), help.c_str());
+  }
 }
 
 int run_predict(const std::vector<std::string>& args) {
@@ -54,24 +59,14 @@ int run_predict(const std::vector<std::string>& args) {
 }
 
 int run_export(const std::vector<std::string>& args) {
-  std::string model, format = "safetensors";
-  for (const auto& a : args) {
-    if (a.rfind("model=", 0) == 0) model = a.substr(6);
-    else if (a.rfind("format=", 0) == 0) format = a.substr(7);
-    else throw yolotrain::engine::ConfigError("export takes model= and format=, not '" + a + "'");
-  }
-  if (model.empty()) throw yolotrain::engine::ConfigError("export needs model=WEIGHTS (.ytckpt, .pt or .safetensors)");
-  if (format != "safetensors") throw yolotrain::engine::ConfigError("export format '" + format + "': only safetensors");
-  fs::path out = fs::path(model).replace_extension(".safetensors");
-  if (out == fs::path(model)) out.replace_extension(".export.safetensors");  // never over its own input
+  const auto config = yolotrain::exporter::ExportConfig::from_args(args);
   try {
-    yolotrain::engine::export_safetensors(model, out);
+    yolotrain::exporter::run_export(config);
   } catch (const yolotrain::engine::ConfigError&) {
     throw;
   } catch (const yolotrain::Error& e) {
-    throw yolotrain::engine::ConfigError(e.what());  // weights that cannot be read: the input must change
+    throw yolotrain::engine::ConfigError(e.what());  // weights that cannot be read or written: the input must change
   }
-  std::cout << "exported " << out.string() << std::endl;
   return 0;
 }
 

@@ -6,4 +6,5 @@
 #include "yolotrain/predict/predict_config.hpp"
 #include "yolotrain/predict/predict_run.hpp"
 #include "yolotrain/predict/predictor.hpp"
+#include "yolotrain/predict/preprocess.hpp"
 #include "yolotrain/predict/sources.hpp"

@@ -5,6 +5,7 @@
 #include "yolotrain/data.hpp"
 #include "yolotrain/dist.hpp"
 #include "yolotrain/engine.hpp"
+#include "yolotrain/export.hpp"
 #include "yolotrain/io.hpp"
 #include "yolotrain/lifecycle.hpp"
 #include "yolotrain/loss.hpp"

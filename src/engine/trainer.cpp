@@ -977,10 +977,4 @@ bool prefer_avx512_kernels() {
 #endif
 }
 
-fs::path export_safetensors(const fs::path& weights, const fs::path& out) {
-  const io::ModelWeights w = io::read_model_weights(weights);
-  nn::write_safetensors(out, w.tensors, {{"format", "pt"}, {"names", io::encode_names(w.names)}});
-  return out;
-}
-
 }  // namespace yolotrain::engine

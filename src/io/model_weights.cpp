@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
@@ -34,6 +38,20 @@ std::string model_of_config(const std::string& config_yaml) {
   return "";
 }
 
+// Seconds since the epoch as ISO 8601 in UTC with microseconds (the form of Python's isoformat()).
+std::string iso_date(double seconds) {
+  if (!(seconds > 0)) return "";
+  const auto whole = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&whole, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  const auto micros = static_cast<long>((seconds - static_cast<double>(whole)) * 1e6);
+  char frac[32];
+  std::snprintf(frac, sizeof frac, ".%06ld", std::min(micros, 999999L));
+  return std::string(buf) + frac;
+}
+
 ModelWeights from_checkpoint(const fs::path& path) {
   const lc::Checkpoint c = lc::CheckpointStore::load(path);
   ModelWeights w;
@@ -45,6 +63,7 @@ ModelWeights from_checkpoint(const fs::path& path) {
   if (const auto it = c.meta.extra.find("names"); it != c.meta.extra.end()) w.names = decode_names(it->second);
   w.format = "ytckpt";
   w.description = "yolo_train checkpoint (EMA, step " + std::to_string(c.meta.step) + ")";
+  w.date = iso_date(c.meta.wall_time);
   return w;
 }
 
@@ -55,6 +74,7 @@ ModelWeights from_safetensors(const fs::path& path) {
   if (const auto it = metadata.find("names"); it != metadata.end()) w.names = decode_names(it->second);
   w.format = "safetensors";
   w.description = "safetensors weights";
+  if (const auto it = metadata.find("date"); it != metadata.end()) w.date = it->second;
   return w;
 }
 
@@ -65,6 +85,7 @@ ModelWeights from_ultralytics(const fs::path& path) {
   w.model_yaml = "yolov8" + pt.scale + ".yaml";
   w.names = std::move(pt.names);
   w.format = "pt";
+  w.date = pt.date;
   w.description = "Ultralytics " + (pt.version.empty() ? std::string() : pt.version + " ") + "checkpoint (" +
                   pt.source + ")";
   return w;
@@ -75,6 +96,12 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 }
 
 }  // namespace
+
+nn::DetectionModel build_model(const ModelWeights& weights, const std::string& source) {
+  nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml).nc(weights.nc).names(weights.names));
+  nn::load_state_dict(*net, weights.tensors, true, source);
+  return net;
+}
 
 bool is_weights_file(const fs::path& path) {
   const std::string ext = path.extension().string();

@@ -216,6 +216,11 @@ Detect DetectionModelImpl::head() const {
   return Detect(std::dynamic_pointer_cast<DetectImpl>(list->ptr(list->size() - 1)));
 }
 
+const std::vector<int64_t>& DetectionModelImpl::layer_inputs(size_t i) const {
+  if (i >= layers_.size()) throw Error("DetectionModel: no layer " + std::to_string(i));
+  return layers_[i].from;
+}
+
 std::vector<std::string> DetectionModelImpl::names() const {
   if (!options.names().empty()) return options.names();
   std::vector<std::string> names;

@@ -1,75 +1,17 @@
 #include "yolotrain/predict/predict_config.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
-#include <functional>
-#include <map>
-
-#include "yolotrain/engine/train_config.hpp"
+#include "../engine/arg_values.hpp"
 
 namespace yolotrain::predict {
 
 namespace {
 
 using engine::ConfigError;
-using Setter = std::function<void(PredictConfig&, const std::string&)>;
+using namespace engine::args;  // NOLINT: the value parsers
+using C = PredictConfig;
 
-[[noreturn]] void bad(const std::string& key, const std::string& value, const std::string& allowed) {
-  throw ConfigError("argument '" + key + "': '" + value + "' is not valid; " + allowed);
-}
-
-bool to_bool(const std::string& key, const std::string& v) {
-  if (v == "true" || v == "True" || v == "1") return true;
-  if (v == "false" || v == "False" || v == "0") return false;
-  bad(key, v, "expected true or false");
-}
-
-std::int64_t to_int(const std::string& key, const std::string& v, std::int64_t min, std::int64_t max) {
-  std::int64_t out = 0;
-  const auto r = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (r.ec != std::errc() || r.ptr != v.data() + v.size()) bad(key, v, "expected an integer");
-  if (out < min || out > max) bad(key, v, "expected " + std::to_string(min) + " to " + std::to_string(max));
-  return out;
-}
-
-double to_double(const std::string& key, const std::string& v, double min, double max) {
-  char* end = nullptr;
-  const double out = std::strtod(v.c_str(), &end);
-  if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(out)) bad(key, v, "expected a number");
-  if (out < min || out > max) bad(key, v, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
-  return out;
-}
-
-bool is_none(const std::string& v) { return v.empty() || v == "None" || v == "none" || v == "null"; }
-
-// "0,2", "[0, 2]" or "0" -> {0, 2}
-std::vector<std::int64_t> int_list(const std::string& key, std::string v) {
-  for (char& c : v) {
-    if (c == '[' || c == ']' || c == '(' || c == ')') c = ' ';
-  }
-  std::vector<std::int64_t> out;
-  std::size_t at = 0;
-  while (at <= v.size()) {
-    const std::size_t comma = std::min(v.find(',', at), v.size());
-    std::string item = v.substr(at, comma - at);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (item.empty()) bad(key, v, "expected integers separated by commas");
-    out.push_back(to_int(key, item, 0, 1 << 20));
-    at = comma + 1;
-  }
-  return out;
-}
-
-struct Arg {
-  std::string default_value, help;
-  Setter set;
-};
-
-const std::map<std::string, Arg>& args_table() {
-  using C = PredictConfig;
-  static const std::map<std::string, Arg> table = {
+const ArgTable<C>& args_table() {
+  static const ArgTable<C> table = {
       {"model", {"", "weights: .pt (Ultralytics), .ytckpt or .safetensors", [](C& c, const std::string& v) { c.model = v; }}},
       {"source", {"", "an image, a folder, a glob or a .txt list of paths", [](C& c, const std::string& v) { c.source = v; }}},
       {"imgsz", {"640", "input size: N, or H,W (rounded up to multiples of 32)",
@@ -123,28 +65,12 @@ const std::map<std::string, Arg>& args_table() {
 
 PredictConfig PredictConfig::from_args(const std::vector<std::string>& args) {
   PredictConfig cfg;
-  const auto& table = args_table();
-  for (const auto& a : args) {
-    const auto eq = a.find('=');
-    if (eq == std::string::npos) throw ConfigError("'" + a + "': predict arguments are key=value (see yolo_train --help)");
-    const std::string key = a.substr(0, eq);
-    const auto it = table.find(key);
-    if (it == table.end()) {
-      std::string known;
-      for (const auto& [k, arg] : table) known += (known.empty() ? "" : ", ") + k;
-      throw ConfigError("predict has no argument '" + key + "'; its arguments are " + known);
-    }
-    it->second.set(cfg, a.substr(eq + 1));
-  }
+  apply("predict", args_table(), args, cfg);
   if (cfg.model.empty()) throw ConfigError("predict needs model= (a .pt, .ytckpt or .safetensors file)");
   if (cfg.source.empty()) throw ConfigError("predict needs source= (an image, a folder, a glob or a .txt list)");
   return cfg;
 }
 
-std::vector<std::array<std::string, 3>> PredictConfig::describe() {
-  std::vector<std::array<std::string, 3>> out;
-  for (const auto& [k, a] : args_table()) out.push_back({k, a.default_value, a.help});
-  return out;
-}
+std::vector<std::array<std::string, 3>> PredictConfig::describe() { return engine::args::describe(args_table()); }
 
 }  // namespace yolotrain::predict

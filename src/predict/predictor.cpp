@@ -18,6 +18,7 @@
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
+#include "yolotrain/predict/preprocess.hpp"
 
 namespace yolotrain::predict {
 namespace fs = std::filesystem;
@@ -28,15 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// Ultralytics' preprocess of letterboxed BGR images: stack, BGR -> RGB, HWC -> CHW, /255.
-at::Tensor to_input(const std::vector<data::Image>& boxed) {
-  const int h = boxed[0].height, w = boxed[0].width;
-  at::Tensor hwc = at::empty({static_cast<std::int64_t>(boxed.size()), h, w, 3}, at::kByte);
-  for (std::size_t i = 0; i < boxed.size(); ++i) {
-    std::memcpy(hwc[static_cast<std::int64_t>(i)].data_ptr(), boxed[i].pixels.data(), boxed[i].pixels.size());
-  }
-  return hwc.flip(-1).permute({0, 3, 1, 2}).contiguous();
-}
 
 }  // namespace
 
@@ -66,8 +58,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   io::ModelWeights w = io::read_model_weights(weights);
   m.names = w.names;
   m.description = w.description;
-  m.net = nn::DetectionModel(nn::DetectionModelOptions(w.model_yaml).nc(w.nc).names(w.names));
-  nn::load_state_dict(*m.net, w.tensors, true, weights.string());  // in float32, as AutoBackend's .float()
+  m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
   m.net->eval();
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
@@ -85,22 +76,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   if (images.empty()) return {};
   c10::InferenceMode inference;
   const auto t0 = Clock::now();
-  std::set<std::pair<int, int>> shapes;
-  for (const data::Image* im : images) {
-    if (im->empty() || im->pixels.size() != static_cast<std::size_t>(im->height) * im->width * 3) {
-      throw Error("predict: an empty or malformed image (" + std::to_string(im->height) + "x" +
-                  std::to_string(im->width) + ")");
-    }
-    shapes.emplace(im->height, im->width);
-  }
-  const bool auto_pad = shapes.size() == 1;  // Ultralytics: minimal padding when the shapes agree
-  std::vector<data::Image> boxed;
-  for (const data::Image* im : images) {
-    data::Labelled sample{*im, {}};
-    data::letterbox(sample, static_cast<int>(options.imgsz_h), static_cast<int>(options.imgsz_w), auto_pad, true, 32);
-    boxed.push_back(std::move(sample.image));
-  }
-  at::Tensor x = to_input(boxed).to(device).to(dtype).div_(255).contiguous(format);
+  at::Tensor x = preprocess(images, options.imgsz_h, options.imgsz_w).to(device).to(dtype).div_(255).contiguous(format);
   const double pre = ms_since(t0);
 
   const auto t1 = Clock::now();

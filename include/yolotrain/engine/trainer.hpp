@@ -114,10 +114,4 @@ class Trainer {
 /// already or the CPU lacks AVX-512. Returns whether it set it.
 bool prefer_avx512_kernels();
 
-/// Writes the weights of `weights` (a checkpoint's EMA weights, an Ultralytics `.pt`, or
-/// `.safetensors`: io::read_model_weights()) with Ultralytics' names to `out` (safetensors, in
-/// their stored dtype, the class names as `names` metadata); the bytes depend only on the
-/// weights. Returns `out`.
-std::filesystem::path export_safetensors(const std::filesystem::path& weights, const std::filesystem::path& out);
-
 }  // namespace yolotrain::engine

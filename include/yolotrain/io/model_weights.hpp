@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/nn/detection_model.hpp"
 
 namespace yolotrain::io {
 
@@ -19,6 +20,7 @@ struct ModelWeights {
   std::vector<std::string> names;   ///< class names; "0", "1", ... where the file records none
   std::string format;               ///< "ytckpt", "safetensors" or "pt"
   std::string description;          ///< for messages ("Ultralytics 8.2.82 checkpoint (ema)", ...)
+  std::string date;                 ///< when the weights were written (ISO 8601), where the file records it
 };
 
 /// Reads the weights of a YOLOv8 detection model from
@@ -30,6 +32,10 @@ struct ModelWeights {
 /// Throws yolotrain::Error naming the file for a missing file, another extension, or a file
 /// that holds no YOLOv8 detection weights.
 ModelWeights read_model_weights(const std::filesystem::path& path);
+
+/// The network the weights fit (their model YAML with their nc and names), loaded with them
+/// strictly, in float32 and train mode; `source` names the file in messages.
+nn::DetectionModel build_model(const ModelWeights& weights, const std::string& source);
 
 /// True for the extensions read_model_weights() takes (.ytckpt, .safetensors, .pt).
 bool is_weights_file(const std::filesystem::path& path);

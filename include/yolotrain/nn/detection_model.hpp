@@ -69,6 +69,8 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   const std::filesystem::path& yaml_path() const { return yaml_path_; }
   /// The detection head (the last layer).
   Detect head() const;
+  /// The layers that layer `i` reads, as the YAML's `from` made absolute (-1 = the input image).
+  const std::vector<int64_t>& layer_inputs(size_t i) const;
 
   /// The options the model was built with.
   DetectionModelOptions options;

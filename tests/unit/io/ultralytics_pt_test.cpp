@@ -1,6 +1,6 @@
 #include <caffe2/serialize/inline_container.h>
 
-#include "yolotrain/engine/trainer.hpp"
+#include "yolotrain/export/safetensors_export.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/torch_archive.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
@@ -104,7 +104,7 @@ TEST_CASE("export_safetensors of a .pt writes the same tensors, and every reader
   }
   TempDir tmp;
   const fs::path out = tmp / "best.safetensors";
-  yolotrain::engine::export_safetensors(kWeights / "best.pt", out);
+  yolotrain::exporter::export_safetensors(kWeights / "best.pt", out);
   std::map<std::string, std::string> meta;
   const auto exported = yolotrain::nn::read_safetensors(out, &meta);
   CHECK(digest(exported) == "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55");

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "yolotrain/data/image.hpp"
+
+namespace yolotrain::predict {
+
+/// Ultralytics' predict preprocessing of BGR images: LetterBox to imgsz_h x imgsz_w (gray 114; with
+/// `minimal_padding`, only to a multiple of 32 when all images share one size, as for PyTorch
+/// models; without, always the full size, as a static ONNX graph needs),
+/// stacked, BGR -> RGB, HWC -> CHW. Returns uint8 [B, 3, H, W]; the network reads it as float / 255.
+/// Throws yolotrain::Error for an empty or malformed image.
+at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_t imgsz_h, std::int64_t imgsz_w,
+                      bool minimal_padding = true);
+
+}  // namespace yolotrain::predict

@@ -1,0 +1,220 @@
+#include "yolotrain/export/onnx_export.hpp"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "onnx_graph.hpp"
+#include "onnx_modules.hpp"
+#include "yolotrain/error.hpp"
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/version.hpp"
+
+namespace yolotrain::exporter {
+namespace fs = std::filesystem;
+using detail::OnnxGraph;
+
+namespace {
+
+constexpr int kMinOpset = 12;
+constexpr int kMaxOpset = 17;  // the newest that libonnx 1.12's checker knows
+
+void set_shape(onnx::ValueInfoProto& value, const std::string& name, const std::vector<std::int64_t>& dims,
+               const std::vector<std::string>& symbols) {
+  value.set_name(name);
+  auto* tensor = value.mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = tensor->mutable_shape();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    auto* d = shape->add_dim();
+    if (!symbols[i].empty()) d->set_dim_param(symbols[i]);
+    else d->set_dim_value(dims[i]);
+  }
+}
+
+// Every layer in the order of the YAML, each reading the outputs of its `from` layers.
+void emit_layers(OnnxGraph& g, nn::DetectionModelImpl& model, const detail::DetectShapes& shapes) {
+  std::vector<std::string> out(model.model->size());
+  for (size_t i = 0; i < model.model->size(); ++i) {
+    std::vector<std::string> in;
+    for (std::int64_t j : model.layer_inputs(i)) in.push_back(j < 0 ? "images" : out[static_cast<size_t>(j)]);
+    auto scope = g.scope("model." + std::to_string(i));
+    const auto& m = model.model[i];
+    if (auto* conv = m->as<nn::ConvImpl>()) out[i] = detail::emit(g, *conv, in[0]);
+    else if (auto* c2f = m->as<nn::C2fImpl>()) out[i] = detail::emit(g, *c2f, in[0]);
+    else if (auto* sppf = m->as<nn::SPPFImpl>()) out[i] = detail::emit(g, *sppf, in[0]);
+    else if (auto* block = m->as<nn::BottleneckImpl>()) out[i] = detail::emit(g, *block, in[0]);
+    else if (auto* up = m->as<nn::UpsampleImpl>()) out[i] = detail::emit(g, *up, in[0]);
+    else if (auto* cat = m->as<nn::ConcatImpl>()) out[i] = detail::emit(g, *cat, in);
+    else if (auto* head = m->as<nn::DetectImpl>()) out[i] = detail::emit(g, *head, in, shapes, "output0");
+    else throw Error("ONNX export: layer " + std::to_string(i) + " (" + m->name() + ") has no ONNX form");
+  }
+}
+
+std::string names_repr(const std::vector<std::string>& names) {
+  std::string s = "{";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(i) + ": " + python_repr(names[i]);
+  }
+  return s + "}";
+}
+
+void add_metadata(onnx::ModelProto& proto, const std::vector<std::pair<std::string, std::string>>& props) {
+  for (const auto& [key, value] : props) {
+    auto* p = proto.add_metadata_props();
+    p->set_key(key);
+    p->set_value(value);
+  }
+}
+
+// The file's modification time (UTC, ISO 8601), for weights that record no date.
+std::string file_date(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  std::tm tm{};
+  gmtime_r(&st.st_mtime, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string pretty_name(const std::string& model_yaml) {
+  std::string stem = fs::path(model_yaml).stem().string();
+  if (stem.rfind("yolo", 0) == 0) stem.replace(0, 4, "YOLO");
+  return stem;
+}
+
+}  // namespace
+
+std::string python_repr(const std::string& text) {
+  const bool has_single = text.find('\'') != std::string::npos;
+  const char quote = has_single && text.find('"') == std::string::npos ? '"' : '\'';
+  std::string s(1, quote);
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == quote || ch == '\\') {
+      s += '\\';
+      s += ch;
+    } else if (ch == '\n') {
+      s += "\\n";
+    } else if (ch == '\r') {
+      s += "\\r";
+    } else if (ch == '\t') {
+      s += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      s += buf;
+    } else {
+      s += ch;  // UTF-8 passes through, as Python 3 prints printable characters
+    }
+  }
+  return s + quote;
+}
+
+std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& options, const OnnxMetadata& metadata) {
+  if (options.opset < kMinOpset || options.opset > kMaxOpset) {
+    throw Error("ONNX export: opset " + std::to_string(options.opset) + " is not supported; use " +
+                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  }
+  if (!model.fused() || model.is_training()) throw Error("ONNX export: the model must be fused and in eval mode");
+  const auto stride = static_cast<std::int64_t>(model.strides().back());
+  if (options.imgsz_h <= 0 || options.imgsz_w <= 0 || options.imgsz_h % stride || options.imgsz_w % stride) {
+    throw Error("ONNX export: imgsz " + std::to_string(options.imgsz_h) + "x" + std::to_string(options.imgsz_w) +
+                " must be positive multiples of the stride " + std::to_string(stride));
+  }
+  if (options.batch < 1) throw Error("ONNX export: batch must be at least 1, got " + std::to_string(options.batch));
+  c10::InferenceMode inference;
+
+  onnx::ModelProto proto;
+  proto.set_ir_version(onnx::IR_VERSION);
+  proto.set_producer_name("yolotrain");
+  proto.set_producer_version(version());
+  proto.add_opset_import()->set_version(options.opset);
+  onnx::GraphProto& graph = *proto.mutable_graph();
+  graph.set_name("main_graph");
+
+  detail::DetectShapes shapes;
+  shapes.dynamic = options.dynamic;
+  for (double s : model.strides()) {
+    shapes.level_h.push_back(options.imgsz_h / static_cast<std::int64_t>(s));
+    shapes.level_w.push_back(options.imgsz_w / static_cast<std::int64_t>(s));
+  }
+  std::int64_t anchors = 0;
+  for (size_t i = 0; i < shapes.level_h.size(); ++i) anchors += shapes.level_h[i] * shapes.level_w[i];
+  const bool dyn = options.dynamic;
+  set_shape(*graph.add_input(), "images", {options.batch, 3, options.imgsz_h, options.imgsz_w},
+            {dyn ? "batch" : "", "", dyn ? "height" : "", dyn ? "width" : ""});
+  OnnxGraph g(graph);
+  emit_layers(g, model, shapes);
+  set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc(), anchors},
+            {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
+
+  const std::string imgsz = "[" + std::to_string(options.imgsz_h) + ", " + std::to_string(options.imgsz_w) + "]";
+  add_metadata(proto, {{"description", metadata.description},
+                       {"author", "yolotrain"},
+                       {"date", metadata.date},
+                       {"version", version()},
+                       {"stride", std::to_string(stride)},
+                       {"task", "detect"},
+                       {"batch", std::to_string(options.batch)},
+                       {"imgsz", imgsz},
+                       {"names", names_repr(metadata.names)}});
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception& e) {
+    throw Error(std::string("ONNX export: ONNX's checker refuses the graph (a yolotrain bug): ") + e.what());
+  }
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) throw Error("ONNX export: the model could not be serialised");
+  return bytes;
+}
+
+OnnxExportReport export_onnx(const fs::path& weights, const fs::path& out, OnnxExportOptions options) {
+  OnnxExportReport report;
+  auto warn = [&](const std::string& message) {
+    std::cerr << "export: WARNING " << message << std::endl;
+    report.warnings.push_back(message);
+  };
+  if (options.half) {
+    warn("half=true is not written to ONNX on the CPU (as Ultralytics); exporting float32");
+    options.half = false;
+  }
+  const io::ModelWeights w = io::read_model_weights(weights);
+  nn::DetectionModel model = io::build_model(w, weights.string());
+  model->eval();
+  model->fuse();
+  const auto stride = static_cast<std::int64_t>(model->strides().back());
+  for (std::int64_t* side : {&options.imgsz_h, &options.imgsz_w}) {
+    if (*side <= 0) throw Error("export: imgsz must be positive, got " + std::to_string(*side));
+    const std::int64_t rounded = (*side + stride - 1) / stride * stride;
+    if (rounded != *side) {
+      warn("imgsz=" + std::to_string(*side) + " must be a multiple of the max stride " + std::to_string(stride) +
+           ", updating to " + std::to_string(rounded));
+      *side = rounded;
+    }
+  }
+  OnnxMetadata metadata;
+  metadata.description = "yolotrain " + pretty_name(w.model_yaml) + " model";
+  metadata.date = w.date.empty() ? file_date(weights) : w.date;
+  metadata.names = w.names;
+  const std::string bytes = onnx_model(*model, options, metadata);
+  lifecycle::atomic_write(out, bytes);
+  report.path = out;
+  report.bytes = bytes.size();
+  report.imgsz_h = options.imgsz_h;
+  report.imgsz_w = options.imgsz_w;
+  return report;
+}
+
+}  // namespace yolotrain::exporter

@@ -1,0 +1,220 @@
+#include "onnx_modules.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/container/sequential.h>
+
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::exporter::detail {
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+std::string slice(OnnxGraph& g, const std::string& x, std::int64_t start, std::int64_t end, std::int64_t axis) {
+  return g.node("Slice", {x, g.constant(Ints{start}, {1}), g.constant(Ints{end}, {1}), g.constant(Ints{axis}, {1})});
+}
+
+std::string reshape(OnnxGraph& g, const std::string& x, const Ints& shape) {
+  return g.node("Reshape", {x, g.constant(shape, {static_cast<std::int64_t>(shape.size())})});
+}
+
+std::string concat(OnnxGraph& g, const std::vector<std::string>& xs, std::int64_t axis, const std::string& out = "") {
+  return g.node("Concat", xs, {{"axis", axis}}, out);
+}
+
+Ints vec(const torch::ExpandingArray<2>& a) {
+  const auto& values = *a;
+  return Ints(values.begin(), values.end());
+}
+
+// A Conv2d with its bias (every convolution has one once the BatchNorms are folded in).
+std::string conv2d(OnnxGraph& g, torch::nn::Conv2dImpl& conv, const std::string& x) {
+  const auto& o = conv.options;
+  if (!conv.bias.defined()) throw Error("ONNX export: a convolution without bias; fuse the model first");
+  const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
+  if (pad == nullptr) throw Error("ONNX export: only explicit convolution padding is written");
+  const Ints k = vec(o.kernel_size()), s = vec(o.stride()), d = vec(o.dilation()), p = vec(*pad);
+  return g.node("Conv", {x, g.weight("weight", conv.weight), g.weight("bias", conv.bias)},
+                {{"dilations", d}, {"group", o.groups()}, {"kernel_shape", k}, {"pads", Ints{p[0], p[1], p[0], p[1]}},
+                 {"strides", s}});
+}
+
+// Detect's branch: Conv, Conv, Conv2d (children 0, 1, 2 of a Sequential).
+std::string branch(OnnxGraph& g, const std::shared_ptr<torch::nn::Module>& seq, const std::string& x) {
+  auto& s = *seq->as<torch::nn::SequentialImpl>();
+  std::string y = x;
+  {
+    auto scope = g.scope("0");
+    y = emit(g, *s.ptr<nn::ConvImpl>(0), y);
+  }
+  {
+    auto scope = g.scope("1");
+    y = emit(g, *s.ptr<nn::ConvImpl>(1), y);
+  }
+  auto scope = g.scope("2");
+  return conv2d(g, *s.ptr<torch::nn::Conv2dImpl>(2), y);
+}
+
+// DFL's expectation over the bins: [B, 4*reg_max, A] -> [B, 4, A]. The bins go last so that one
+// Softmax means the same in every opset (before 13 it flattened all axes from `axis` on), and
+// the fixed 1x1 convolution with weights 0..reg_max-1 is a MatMul with that column.
+std::string dfl(OnnxGraph& g, nn::DFLImpl& dfl, const std::string& x) {
+  auto scope = g.scope("dfl");
+  const std::int64_t c1 = dfl.c1;
+  std::string y = reshape(g, x, {0, 4, c1, -1});
+  y = g.node("Transpose", {y}, {{"perm", Ints{0, 1, 3, 2}}});
+  y = g.node("Softmax", {y}, {{"axis", std::int64_t{-1}}});
+  y = g.node("MatMul", {y, g.constant(dfl.conv->weight.detach().reshape({c1, 1}).to(at::kFloat))});
+  return reshape(g, y, {0, 4, -1});
+}
+
+// The anchor points [2, h*w] and strides [1, h*w] of one level computed from its feature map's
+// shape (Ultralytics' make_anchors: x + 0.5, y + 0.5, y outer, x inner).
+std::pair<std::string, std::string> level_anchors(OnnxGraph& g, const std::string& feature, double stride) {
+  const std::string shape = g.node("Shape", {feature});
+  auto side = [&](std::int64_t axis) {
+    const std::string n = g.node("Gather", {shape, g.constant(Ints{axis}, {})}, {{"axis", std::int64_t{0}}});
+    const std::string f = g.node("Cast", {n}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
+    const std::string r = g.node("Range", {g.constant(std::vector<float>{0.0F}, {}), f,
+                                           g.constant(std::vector<float>{1.0F}, {})});
+    return g.node("Add", {r, g.constant(std::vector<float>{0.5F}, {})});
+  };
+  const std::string xs = reshape(g, side(3), {1, -1});  // [1, w]
+  const std::string ys = reshape(g, side(2), {-1, 1});  // [h, 1]
+  const std::string zero = g.constant(std::vector<float>{0.0F}, {});
+  const std::string gx = g.node("Add", {xs, g.node("Mul", {ys, zero})});  // [h, w]
+  const std::string gy = g.node("Add", {ys, g.node("Mul", {xs, zero})});
+  const std::string ax = reshape(g, gx, {1, -1});
+  const std::string ay = reshape(g, gy, {1, -1});
+  const std::string anchors = concat(g, {ax, ay}, 0);
+  const std::string strides =
+      g.node("Add", {g.node("Mul", {ax, zero}), g.constant(std::vector<float>{static_cast<float>(stride)}, {})});
+  return {anchors, strides};
+}
+
+}  // namespace
+
+std::string emit(OnnxGraph& g, nn::ConvImpl& conv, const std::string& x) {
+  std::string y;
+  {
+    auto scope = g.scope("conv");
+    y = conv2d(g, *conv.conv, x);
+  }
+  if (!conv.act) return y;
+  auto scope = g.scope("act");
+  return g.node("Mul", {y, g.node("Sigmoid", {y})});
+}
+
+std::string emit(OnnxGraph& g, nn::BottleneckImpl& block, const std::string& x) {
+  std::string y;
+  {
+    auto scope = g.scope("cv1");
+    y = emit(g, *block.cv1, x);
+  }
+  {
+    auto scope = g.scope("cv2");
+    y = emit(g, *block.cv2, y);
+  }
+  return block.add ? g.node("Add", {x, y}) : y;
+}
+
+std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x) {
+  std::string y;
+  {
+    auto scope = g.scope("cv1");
+    y = emit(g, *block.cv1, x);
+  }
+  std::vector<std::string> parts{slice(g, y, 0, block.c, 1), slice(g, y, block.c, 2 * block.c, 1)};
+  {
+    auto m = g.scope("m");
+    for (size_t i = 0; i < block.m->size(); ++i) {
+      auto scope = g.scope(std::to_string(i));
+      parts.push_back(emit(g, *block.m[i]->as<nn::BottleneckImpl>(), parts.back()));
+    }
+  }
+  const std::string cat = concat(g, parts, 1);
+  auto scope = g.scope("cv2");
+  return emit(g, *block.cv2, cat);
+}
+
+std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x) {
+  std::vector<std::string> parts;
+  {
+    auto scope = g.scope("cv1");
+    parts.push_back(emit(g, *block.cv1, x));
+  }
+  const std::int64_t k = block.options.k(), p = k / 2;
+  {
+    auto scope = g.scope("m");
+    for (int i = 0; i < 3; ++i) {
+      parts.push_back(g.node("MaxPool", {parts.back()},
+                             {{"kernel_shape", Ints{k, k}}, {"pads", Ints{p, p, p, p}}, {"strides", Ints{1, 1}}}));
+    }
+  }
+  const std::string cat = concat(g, parts, 1);
+  auto scope = g.scope("cv2");
+  return emit(g, *block.cv2, cat);
+}
+
+std::string emit(OnnxGraph& g, nn::UpsampleImpl& upsample, const std::string& x) {
+  const auto s = static_cast<float>(upsample.scale_factor);
+  // roi is ignored outside tf_crop_and_resize but is a required input before opset 13: an empty one.
+  const std::string roi = g.constant(at::empty({0}, at::kFloat));
+  return g.node("Resize", {x, roi, g.constant(std::vector<float>{1, 1, s, s}, {4})},
+                {{"coordinate_transformation_mode", std::string("asymmetric")},
+                 {"mode", std::string("nearest")},
+                 {"nearest_mode", std::string("floor")}});
+}
+
+std::string emit(OnnxGraph& g, nn::ConcatImpl& c, const std::vector<std::string>& xs) {
+  return concat(g, xs, c.dimension);
+}
+
+std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& xs, const DetectShapes& shapes,
+                 const std::string& output) {
+  const std::int64_t no = head.no(), reg = head.options.reg_max();
+  if (head.stride.size() != xs.size()) throw Error("ONNX export: the head's strides are not set");
+  std::vector<std::string> flat, anchors, strides;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string box, cls;
+    {
+      auto a = g.scope("cv2"), b = g.scope(std::to_string(i));
+      box = branch(g, head.cv2[i], xs[i]);
+    }
+    {
+      auto a = g.scope("cv3"), b = g.scope(std::to_string(i));
+      cls = branch(g, head.cv3[i], xs[i]);
+    }
+    const std::string level = concat(g, {box, cls}, 1);  // [B, no, h, w]
+    flat.push_back(reshape(g, level, {0, no, -1}));
+    if (shapes.dynamic) {
+      auto [a, s] = level_anchors(g, level, head.stride[i]);
+      anchors.push_back(a);
+      strides.push_back(s);
+    }
+  }
+  std::string anchor_points, stride_tensor;
+  if (shapes.dynamic) {
+    anchor_points = concat(g, anchors, 1);
+    stride_tensor = concat(g, strides, 1);
+  } else {
+    std::vector<at::Tensor> feats;
+    for (size_t i = 0; i < xs.size(); ++i) feats.push_back(at::zeros({1, 1, shapes.level_h[i], shapes.level_w[i]}));
+    auto [points, st] = nn::make_anchors(feats, head.stride, 0.5);
+    anchor_points = g.constant(points.t().contiguous());  // [2, A]
+    stride_tensor = g.constant(st.t().contiguous());      // [1, A]
+  }
+  const std::string x_cat = concat(g, flat, 2);
+  const std::string distances = dfl(g, *head.dfl, slice(g, x_cat, 0, 4 * reg, 1));
+  // dist2bbox(xywh) times the stride, as Detect's decode.
+  const std::string lt = slice(g, distances, 0, 2, 1), rb = slice(g, distances, 2, 4, 1);
+  const std::string x1y1 = g.node("Sub", {anchor_points, lt});
+  const std::string x2y2 = g.node("Add", {anchor_points, rb});
+  const std::string centre = g.node("Div", {g.node("Add", {x1y1, x2y2}), g.constant(std::vector<float>{2.0F}, {})});
+  const std::string size = g.node("Sub", {x2y2, x1y1});
+  const std::string dbox = g.node("Mul", {concat(g, {centre, size}, 1), stride_tensor});
+  const std::string scores = g.node("Sigmoid", {slice(g, x_cat, 4 * reg, no, 1)});
+  return concat(g, {dbox, scores}, 1, output);
+}
+
+}  // namespace yolotrain::exporter::detail

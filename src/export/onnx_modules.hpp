@@ -1,0 +1,42 @@
+#pragma once
+
+// The ONNX nodes of each of yolotrain's modules (fused for inference): each function adds the
+// module's nodes to the graph, in the module's own scope, and returns its output's name. Every
+// node choice is valid unchanged from opset 12 to 17 (docs/export.md says why each was chosen).
+
+#include <string>
+#include <vector>
+
+#include "onnx_graph.hpp"
+#include "yolotrain/nn/block.hpp"
+#include "yolotrain/nn/conv.hpp"
+#include "yolotrain/nn/detect.hpp"
+
+namespace yolotrain::exporter::detail {
+
+/// Conv2d (with the BatchNorm folded in) then SiLU as Sigmoid and Mul.
+std::string emit(OnnxGraph& g, nn::ConvImpl& conv, const std::string& x);
+/// cv1, cv2 and the residual Add.
+std::string emit(OnnxGraph& g, nn::BottleneckImpl& block, const std::string& x);
+/// cv1, its two halves as Slices, the bottlenecks, Concat, cv2.
+std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x);
+/// cv1, three MaxPools, Concat, cv2.
+std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x);
+/// Resize, nearest, as PyTorch's interpolate (asymmetric coordinates, floor).
+std::string emit(OnnxGraph& g, nn::UpsampleImpl& upsample, const std::string& x);
+/// Concat along its dimension.
+std::string emit(OnnxGraph& g, nn::ConcatImpl& concat, const std::vector<std::string>& xs);
+
+/// How Detect finds its anchors: constants for a fixed input size, computed from each level's
+/// shape when height and width are dynamic.
+struct DetectShapes {
+  bool dynamic = false;
+  std::vector<std::int64_t> level_h, level_w;  ///< feature map sizes (static export)
+};
+
+/// The decoded head: per level the box and class branches, then over all anchors DFL, dist2bbox
+/// (xywh, times the stride) and the class sigmoid, written to `output` as [B, 4 + nc, A].
+std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& xs, const DetectShapes& shapes,
+                 const std::string& output);
+
+}  // namespace yolotrain::exporter::detail

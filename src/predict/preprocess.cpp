@@ -1,0 +1,41 @@
+#include "yolotrain/predict/preprocess.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "yolotrain/data/augment.hpp"
+#include "yolotrain/error.hpp"
+
+namespace yolotrain::predict {
+
+at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_t imgsz_h, std::int64_t imgsz_w,
+                      bool minimal_padding) {
+  if (images.empty()) throw Error("predict: no images to preprocess");
+  std::set<std::pair<int, int>> shapes;
+  for (const data::Image* im : images) {
+    if (im->empty() || im->pixels.size() != static_cast<std::size_t>(im->height) * im->width * 3) {
+      throw Error("predict: an empty or malformed image (" + std::to_string(im->height) + "x" +
+                  std::to_string(im->width) + ")");
+    }
+    shapes.emplace(im->height, im->width);
+  }
+  const bool auto_pad = minimal_padding && shapes.size() == 1;  // Ultralytics: minimal padding when the shapes agree
+  std::vector<data::Image> boxed;
+  for (const data::Image* im : images) {
+    data::Labelled sample{*im, {}};
+    data::letterbox(sample, static_cast<int>(imgsz_h), static_cast<int>(imgsz_w), auto_pad, true, 32);
+    boxed.push_back(std::move(sample.image));
+  }
+  const int h = boxed[0].height, w = boxed[0].width;
+  at::Tensor hwc = at::empty({static_cast<std::int64_t>(boxed.size()), h, w, 3}, at::kByte);
+  for (std::size_t i = 0; i < boxed.size(); ++i) {
+    std::memcpy(hwc[static_cast<std::int64_t>(i)].data_ptr(), boxed[i].pixels.data(), boxed[i].pixels.size());
+  }
+  return hwc.flip(-1).permute({0, 3, 1, 2}).contiguous();
+}
+
+}  // namespace yolotrain::predict

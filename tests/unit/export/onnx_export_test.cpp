@@ -1,0 +1,243 @@
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "onnxruntime_runner.hpp"
+#include "yolotrain/data/image.hpp"
+#include "yolotrain/error.hpp"
+#include "yolotrain/export/export_config.hpp"
+#include "yolotrain/export/onnx_export.hpp"
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/metrics/nms.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/nn/weights.hpp"
+#include "yolotrain/predict/preprocess.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using yolotrain::exporter::OnnxExportOptions;
+using yolotrain::exporter::OnnxMetadata;
+using yolotrain::test::slurp;
+using yolotrain::test::TempDir;
+
+namespace {
+
+const fs::path kShared(YOLOTRAIN_SHARED_DIR);
+const fs::path kBest = kShared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+
+// A yolov8n with nc classes and seeded random weights, fused for inference.
+yolotrain::nn::DetectionModel random_model(std::int64_t nc) {
+  at::manual_seed(0);
+  yolotrain::nn::DetectionModel m(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(nc));
+  m->eval();
+  m->fuse();
+  return m;
+}
+
+yolotrain::nn::DetectionModel model_of(const fs::path& weights) {
+  auto m = yolotrain::io::build_model(yolotrain::io::read_model_weights(weights), weights.string());
+  m->eval();
+  m->fuse();
+  return m;
+}
+
+// The first `n` images of a dataset's val folder (sorted), decoded.
+std::vector<yolotrain::data::Image> images_of(const std::string& dataset, std::size_t n) {
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(kShared / "datasets" / dataset / "images" / "val")) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<yolotrain::data::Image> out;
+  for (std::size_t i = 0; i < n && i < paths.size(); ++i) out.push_back(yolotrain::data::decode_image(paths[i]));
+  return out;
+}
+
+// Network input from real images, letterboxed to the full h x w (as for a static graph).
+at::Tensor input_of(const std::vector<yolotrain::data::Image>& images, std::int64_t h, std::int64_t w) {
+  std::vector<const yolotrain::data::Image*> ptrs;
+  for (const auto& im : images) ptrs.push_back(&im);
+  return yolotrain::predict::preprocess(ptrs, h, w, false).to(at::kFloat).div_(255);
+}
+
+std::vector<at::Tensor> detections(const at::Tensor& out) {
+  yolotrain::metrics::NmsOptions o;  // the predictor's: conf 0.25, iou 0.7, no multi-label
+  o.conf = 0.25;
+  o.iou = 0.7;
+  return yolotrain::metrics::non_max_suppression(out, o);
+}
+
+struct Case {
+  std::string model;  // "nc80" (random weights, coco8 images) or "bccd" (trained, bccd images)
+  std::int64_t imgsz;
+  int opset;
+  bool dynamic;
+};
+
+std::string describe(const Case& c) {
+  return c.model + " imgsz " + std::to_string(c.imgsz) + " opset " + std::to_string(c.opset) +
+         (c.dynamic ? " dynamic" : " static");
+}
+
+}  // namespace
+
+TEST_CASE("ONNX Runtime runs the exported graph as libtorch runs the model: raw output and detections", "[export]") {
+  if (auto why = yolotrain::testing::onnxruntime_missing()) {
+    WARN("skipped: " << *why);
+    return;
+  }
+  if (!fs::exists(kBest) || !fs::exists(kShared / "datasets" / "coco8")) {
+    WARN("skipped: " << kBest.string() << " or ../shared/datasets/coco8 is absent");
+    return;
+  }
+  TempDir tmp;
+  auto nc80 = random_model(80);
+  auto bccd = model_of(kBest);
+  const auto coco_images = images_of("coco8", 2);
+  const auto bccd_images = images_of("bccd", 2);
+  std::size_t compared_boxes = 0;
+  for (const std::string& name : {"nc80", "bccd"}) {
+    for (std::int64_t imgsz : {640, 320}) {
+      for (int opset : {12, 17}) {
+        for (bool dynamic : {false, true}) {
+          const Case c{name, imgsz, opset, dynamic};
+          INFO(describe(c));
+          auto& model = name == "nc80" ? nc80 : bccd;
+          OnnxExportOptions o;
+          o.imgsz_h = o.imgsz_w = imgsz;
+          o.opset = opset;
+          o.dynamic = dynamic;
+          const fs::path path = tmp.path() / (name + ".onnx");
+          std::ofstream(path, std::ios::binary) << yolotrain::exporter::onnx_model(*model, o, {"test", "", model->names()});
+          // A dynamic graph runs on another batch and shape than it was exported at.
+          const auto& images = name == "nc80" ? coco_images : bccd_images;
+          const at::Tensor x = dynamic ? input_of(images, imgsz - 64, imgsz + 96) : input_of({images[0]}, imgsz, imgsz);
+          at::Tensor expected;
+          {
+            c10::InferenceMode guard;
+            expected = model->predict(x);
+          }
+          const auto ort = yolotrain::testing::run_onnxruntime(path, x, tmp.path());
+          CHECK(ort.input_name == "images");
+          CHECK(ort.output_name == "output0");
+          REQUIRE(ort.output.sizes() == expected.sizes());
+          const double range = (expected.max() - expected.min()).item<double>();
+          const double diff = (ort.output - expected).abs().max().item<double>();
+          UNSCOPED_INFO(describe(c) << ": max abs diff " << diff << " of range " << range);
+          CHECK(diff <= 1e-4 * range);
+          const auto want = detections(expected), got = detections(ort.output);
+          for (std::size_t b = 0; b < want.size(); ++b) {
+            REQUIRE(got[b].size(0) == want[b].size(0));
+            if (want[b].size(0) == 0) continue;
+            CHECK(at::equal(got[b].select(1, 5), want[b].select(1, 5)));                  // classes
+            CHECK((got[b].slice(1, 0, 4) - want[b].slice(1, 0, 4)).abs().max().item<double>() < 1e-2);  // px
+            compared_boxes += static_cast<std::size_t>(want[b].size(0));
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared_boxes > 50);  // the trained model finds cells: the comparison is not of empty lists
+}
+
+TEST_CASE("ONNX export: Ultralytics' contract, metadata and the same bytes for the same weights", "[export]") {
+  auto model = random_model(3);
+  OnnxExportOptions o;
+  o.imgsz_h = 320;
+  o.imgsz_w = 256;
+  const OnnxMetadata meta{"yolotrain YOLOv8n model", "2026-01-02T03:04:05", {"cat", "it's", "a\\b"}};
+  const std::string a = yolotrain::exporter::onnx_model(*model, o, meta);
+  CHECK(yolotrain::exporter::onnx_model(*model, o, meta) == a);
+  auto again = random_model(3);
+  CHECK(yolotrain::exporter::onnx_model(*again, o, meta) == a);  // built anew from the same weights
+  // Metadata as Python's str() writes it, which Ultralytics' AutoBackend evaluates.
+  CHECK(a.find("{0: 'cat', 1: \"it's\", 2: 'a\\\\b'}") != std::string::npos);
+  CHECK(a.find("[320, 256]") != std::string::npos);
+  for (const char* key : {"description", "author", "date", "version", "stride", "task", "batch", "imgsz", "names"}) {
+    CHECK(a.find(key) != std::string::npos);
+  }
+  o.opset = 11;
+  CHECK_THROWS_WITH(yolotrain::exporter::onnx_model(*model, o, meta), Catch::Contains("opset 11 is not supported"));
+  o.opset = 17;
+  o.imgsz_h = 100;
+  CHECK_THROWS_WITH(yolotrain::exporter::onnx_model(*model, o, meta), Catch::Contains("multiples of the stride 32"));
+  yolotrain::nn::DetectionModel unfused(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  unfused->eval();
+  o.imgsz_h = 320;
+  CHECK_THROWS_WITH(yolotrain::exporter::onnx_model(*unfused, o, meta), Catch::Contains("must be fused"));
+}
+
+TEST_CASE("ONNX's own Python checker (full check, with shape inference) accepts the export", "[export]") {
+  if (std::system("/usr/bin/python3 -c 'import onnx' > /dev/null 2>&1") != 0) {
+    WARN("skipped: python3-onnx is not installed (apt-get install python3-onnx)");
+    return;
+  }
+  TempDir tmp;
+  auto model = random_model(80);
+  for (bool dynamic : {false, true}) {
+    for (int opset : {12, 17}) {
+      OnnxExportOptions o;
+      o.dynamic = dynamic;
+      o.opset = opset;
+      const fs::path path = tmp.path() / "m.onnx";
+      std::ofstream(path, std::ios::binary) << yolotrain::exporter::onnx_model(*model, o, {"d", "", model->names()});
+      const std::string cmd =
+          "/usr/bin/python3 -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m, full_check=True); "
+          "i = onnx.shape_inference.infer_shapes(m, strict_mode=True); print(i.graph.output[0])\" " +
+          path.string() + " > " + (tmp.path() / "py.txt").string() + " 2>&1";
+      INFO("opset " << opset << (dynamic ? " dynamic" : " static") << ": " << slurp(tmp.path() / "py.txt"));
+      CHECK(std::system(cmd.c_str()) == 0);
+    }
+  }
+}
+
+TEST_CASE("export_onnx from weights files: rounded imgsz, bad files named, the previous .onnx kept", "[export]") {
+  TempDir tmp;
+  yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  const fs::path weights = tmp.path() / "w.safetensors";
+  yolotrain::nn::write_safetensors(weights, yolotrain::nn::state_dict(*model), {});
+  OnnxExportOptions o;
+  o.imgsz_h = 321;
+  o.imgsz_w = 320;
+  const fs::path out = tmp.path() / "w.onnx";
+  const auto r = yolotrain::exporter::export_onnx(weights, out, o);
+  CHECK(r.imgsz_h == 352);
+  CHECK(r.imgsz_w == 320);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK_THAT(r.warnings[0], Catch::Contains("imgsz=321 must be a multiple of the max stride 32, updating to 352"));
+  CHECK(r.bytes == fs::file_size(out));
+  const std::string first = slurp(out);
+  // The same file exported again: the same bytes (the date comes from the weights file).
+  yolotrain::exporter::export_onnx(weights, out, o);
+  CHECK(slurp(out) == first);
+
+  const fs::path text = tmp.path() / "notes.pt";
+  std::ofstream(text) << "not a model";
+  CHECK_THROWS_WITH(yolotrain::exporter::export_onnx(text, out, o), Catch::Contains("notes.pt"));
+  CHECK_THROWS_WITH(yolotrain::exporter::export_onnx(tmp.path() / "missing.ytckpt", out, o),
+                    Catch::Contains("no such file"));
+  CHECK(slurp(out) == first);  // failures leave the previous export alone
+  std::ofstream(tmp.path() / "file") << "x";
+  CHECK_THROWS_WITH(yolotrain::exporter::export_onnx(weights, tmp.path() / "file" / "w.onnx", o),
+                    Catch::Contains("file/w.onnx"));
+  o.half = true;
+  const auto h = yolotrain::exporter::export_onnx(weights, out, o);
+  CHECK_THAT(h.warnings.front(), Catch::Contains("half=true"));
+}
+
+TEST_CASE("export arguments: Ultralytics' names, W.onnx beside W, bad values named", "[export]") {
+  using yolotrain::exporter::ExportConfig;
+  const auto c = ExportConfig::from_args({"model=runs/best.pt", "format=onnx", "imgsz=480,640", "dynamic=true", "opset=12"});
+  CHECK(c.onnx.imgsz_h == 480);
+  CHECK(c.onnx.imgsz_w == 640);
+  CHECK(c.onnx.dynamic);
+  CHECK(c.onnx.opset == 12);
+  CHECK(yolotrain::exporter::export_path("runs/best.pt", "onnx") == fs::path("runs/best.onnx"));
+  CHECK(yolotrain::exporter::export_path("w.safetensors", "safetensors") == fs::path("w.export.safetensors"));
+  CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "opset=18"}), Catch::Contains("12 to 17"));
+  CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "format=tflite"}), Catch::Contains("safetensors or onnx"));
+  CHECK_THROWS_WITH(ExportConfig::from_args({"format=onnx"}), Catch::Contains("needs model="));
+  CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "simplify=true"}), Catch::Contains("no argument 'simplify'"));
+}
