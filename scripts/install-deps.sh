@@ -9,7 +9,7 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libturbojpeg0-dev libpng-dev
   nlohmann-json3-dev libgloo-dev libssl-dev
   libopenblas0-pthread
-  libonnx-dev libprotobuf-dev
+  libonnx-dev libprotobuf-dev libopencv-dnn-dev
   python3-torch python3-onnx
 )
 # node runs ONNX Runtime (onnxruntime-node, from npm) in the ONNX export tests; Debian's nodejs

@@ -201,8 +201,10 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
     std::vector<at::Tensor> feats;
     for (size_t i = 0; i < xs.size(); ++i) feats.push_back(at::zeros({1, 1, shapes.level_h[i], shapes.level_w[i]}));
     auto [points, st] = nn::make_anchors(feats, head.stride, 0.5);
-    anchor_points = g.constant(points.t().contiguous());  // [2, A]
-    stride_tensor = g.constant(st.t().contiguous());      // [1, A]
+    // [1, 2, A] and [1, 4, A]: the shapes of what they meet, as OpenCV's dnn (4.6) cannot
+    // broadcast a constant over the box coordinates (it fails on [1, A] and [1, 1, A]).
+    anchor_points = g.constant(points.t().unsqueeze(0).contiguous());
+    stride_tensor = g.constant(st.t().unsqueeze(0).expand({1, 4, -1}).contiguous());
   }
   const std::string x_cat = concat(g, flat, 2);
   const std::string distances = dfl(g, *head.dfl, slice(g, x_cat, 0, 4 * reg, 1));

@@ -1,6 +1,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "export_test_support.hpp"
 #include "onnxruntime_runner.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
@@ -23,51 +24,9 @@ using yolotrain::exporter::OnnxExportOptions;
 using yolotrain::exporter::OnnxMetadata;
 using yolotrain::test::slurp;
 using yolotrain::test::TempDir;
+using namespace yolotrain::test::export_support;  // NOLINT: the shared models, images and NMS
 
 namespace {
-
-const fs::path kShared(YOLOTRAIN_SHARED_DIR);
-const fs::path kBest = kShared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
-
-// A yolov8n with nc classes and seeded random weights, fused for inference.
-yolotrain::nn::DetectionModel random_model(std::int64_t nc) {
-  at::manual_seed(0);
-  yolotrain::nn::DetectionModel m(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(nc));
-  m->eval();
-  m->fuse();
-  return m;
-}
-
-yolotrain::nn::DetectionModel model_of(const fs::path& weights) {
-  auto m = yolotrain::io::build_model(yolotrain::io::read_model_weights(weights), weights.string());
-  m->eval();
-  m->fuse();
-  return m;
-}
-
-// The first `n` images of a dataset's val folder (sorted), decoded.
-std::vector<yolotrain::data::Image> images_of(const std::string& dataset, std::size_t n) {
-  std::vector<fs::path> paths;
-  for (const auto& e : fs::directory_iterator(kShared / "datasets" / dataset / "images" / "val")) paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<yolotrain::data::Image> out;
-  for (std::size_t i = 0; i < n && i < paths.size(); ++i) out.push_back(yolotrain::data::decode_image(paths[i]));
-  return out;
-}
-
-// Network input from real images, letterboxed to the full h x w (as for a static graph).
-at::Tensor input_of(const std::vector<yolotrain::data::Image>& images, std::int64_t h, std::int64_t w) {
-  std::vector<const yolotrain::data::Image*> ptrs;
-  for (const auto& im : images) ptrs.push_back(&im);
-  return yolotrain::predict::preprocess(ptrs, h, w, false).to(at::kFloat).div_(255);
-}
-
-std::vector<at::Tensor> detections(const at::Tensor& out) {
-  yolotrain::metrics::NmsOptions o;  // the predictor's: conf 0.25, iou 0.7, no multi-label
-  o.conf = 0.25;
-  o.iou = 0.7;
-  return yolotrain::metrics::non_max_suppression(out, o);
-}
 
 struct Case {
   std::string model;  // "nc80" (random weights, coco8 images) or "bccd" (trained, bccd images)
@@ -122,19 +81,12 @@ TEST_CASE("ONNX Runtime runs the exported graph as libtorch runs the model: raw 
           const auto ort = yolotrain::testing::run_onnxruntime(path, x, tmp.path());
           CHECK(ort.input_name == "images");
           CHECK(ort.output_name == "output0");
-          REQUIRE(ort.output.sizes() == expected.sizes());
-          const double range = (expected.max() - expected.min()).item<double>();
-          const double diff = (ort.output - expected).abs().max().item<double>();
-          UNSCOPED_INFO(describe(c) << ": max abs diff " << diff << " of range " << range);
-          CHECK(diff <= 1e-4 * range);
-          const auto want = detections(expected), got = detections(ort.output);
-          for (std::size_t b = 0; b < want.size(); ++b) {
-            REQUIRE(got[b].size(0) == want[b].size(0));
-            if (want[b].size(0) == 0) continue;
-            CHECK(at::equal(got[b].select(1, 5), want[b].select(1, 5)));                  // classes
-            CHECK((got[b].slice(1, 0, 4) - want[b].slice(1, 0, 4)).abs().max().item<double>() < 1e-2);  // px
-            compared_boxes += static_cast<std::size_t>(want[b].size(0));
-          }
+          const Agreement agree = compare(expected, ort.output);
+          UNSCOPED_INFO(describe(c) << ": max abs diff " << agree.diff << " of range " << agree.range << ", "
+                                    << agree.boxes << " detections");
+          CHECK(agree.diff <= 1e-4 * agree.range);
+          CHECK(agree.same_detections);
+          compared_boxes += agree.boxes;
         }
       }
     }

@@ -1,0 +1,88 @@
+#pragma once
+
+// What the ONNX export tests share: the models (random or trained, fused), real images as
+// network input, and the predictor's NMS.
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "yolotrain/data/image.hpp"
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/metrics/nms.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/predict/preprocess.hpp"
+
+namespace yolotrain::test::export_support {
+namespace fs = std::filesystem;
+
+inline const fs::path kShared(YOLOTRAIN_SHARED_DIR);
+inline const fs::path kBest = kShared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+
+// A yolov8n with nc classes and seeded random weights, fused for inference.
+inline yolotrain::nn::DetectionModel random_model(std::int64_t nc) {
+  at::manual_seed(0);
+  yolotrain::nn::DetectionModel m(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(nc));
+  m->eval();
+  m->fuse();
+  return m;
+}
+
+inline yolotrain::nn::DetectionModel model_of(const fs::path& weights) {
+  auto m = yolotrain::io::build_model(yolotrain::io::read_model_weights(weights), weights.string());
+  m->eval();
+  m->fuse();
+  return m;
+}
+
+// The first `n` images of a dataset's val folder (sorted), decoded.
+inline std::vector<yolotrain::data::Image> images_of(const std::string& dataset, std::size_t n) {
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(kShared / "datasets" / dataset / "images" / "val")) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<yolotrain::data::Image> out;
+  for (std::size_t i = 0; i < n && i < paths.size(); ++i) out.push_back(yolotrain::data::decode_image(paths[i]));
+  return out;
+}
+
+// Network input from real images, letterboxed to the full h x w (as for a static graph).
+inline at::Tensor input_of(const std::vector<yolotrain::data::Image>& images, std::int64_t h, std::int64_t w) {
+  std::vector<const yolotrain::data::Image*> ptrs;
+  for (const auto& im : images) ptrs.push_back(&im);
+  return yolotrain::predict::preprocess(ptrs, h, w, false).to(at::kFloat).div_(255);
+}
+
+inline std::vector<at::Tensor> detections(const at::Tensor& out) {
+  yolotrain::metrics::NmsOptions o;  // the predictor's: conf 0.25, iou 0.7, no multi-label
+  o.conf = 0.25;
+  o.iou = 0.7;
+  return yolotrain::metrics::non_max_suppression(out, o);
+}
+
+/// How another runtime's output `got` compares with libtorch's `expected` ([B, 4 + nc, A]).
+struct Agreement {
+  double diff = 0, range = 0;   ///< max |got - expected| and the range of expected
+  bool same_detections = true;  ///< the same number of boxes per image, classes equal, corners within 0.01 px
+  std::size_t boxes = 0;        ///< detections compared
+};
+
+inline Agreement compare(const at::Tensor& expected, const at::Tensor& got) {
+  Agreement a;
+  if (got.sizes() != expected.sizes()) return {1e30, 0, false, 0};
+  a.range = (expected.max() - expected.min()).item<double>();
+  a.diff = (got - expected).abs().max().item<double>();
+  const auto want = detections(expected), have = detections(got);
+  for (std::size_t b = 0; b < want.size(); ++b) {
+    if (have[b].size(0) != want[b].size(0)) return a.same_detections = false, a;
+    if (want[b].size(0) == 0) continue;
+    a.same_detections = a.same_detections && at::equal(have[b].select(1, 5), want[b].select(1, 5)) &&
+                        (have[b].slice(1, 0, 4) - want[b].slice(1, 0, 4)).abs().max().item<double>() < 1e-2;
+    a.boxes += static_cast<std::size_t>(want[b].size(0));
+  }
+  return a;
+}
+
+}  // namespace yolotrain::test::export_support
