@@ -166,3 +166,34 @@ TEST_CASE("fine-tuning Ultralytics' best.pt on bccd starts where that model is",
   // Ultralytics' own validation of best.pt: mAP50 0.222. From scratch, epoch 1 is ~0.
   CHECK(v[6] > 0.15);
 }
+
+TEST_CASE("yolo_train export format=onnx writes W.onnx beside W, rounds imgsz with a warning, names bad weights",
+          "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  const fs::path weights = tmp / "best.pt";
+  fs::copy_file(kBest, weights);
+  const auto ok = yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + weights.string(), "format=onnx", "imgsz=321",
+                                  "dynamic=true", "opset=12"},
+                                 tmp / "export.txt");
+  INFO(ok.output);
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.output, Catch::Contains("imgsz=321 must be a multiple of the max stride 32, updating to 352"));
+  CHECK_THAT(ok.output, Catch::Contains("ONNX: export success"));
+  CHECK_THAT(ok.output, Catch::Contains("best.onnx"));
+  REQUIRE(fs::exists(tmp / "best.onnx"));
+  const std::string first = yt::slurp(tmp / "best.onnx");
+  CHECK(first.find("{0: 'RBC', 1: 'WBC', 2: 'Platelets'}") != std::string::npos);
+  CHECK(first.find("[352, 352]") != std::string::npos);
+
+  std::ofstream(tmp / "notes.pt") << "a text file";
+  const auto bad = yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + (tmp / "notes.pt").string(), "format=onnx"},
+                                  tmp / "bad.txt");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("notes.pt"));
+  const auto opset = yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + weights.string(), "format=onnx", "opset=9"},
+                                    tmp / "opset.txt");
+  CHECK(opset.code == 2);
+  CHECK_THAT(opset.output, Catch::Contains("12 to 17"));
+  CHECK(yt::slurp(tmp / "best.onnx") == first);  // failed exports leave the previous file alone
+}
