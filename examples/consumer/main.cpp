@@ -2,7 +2,8 @@
 // token, a signal binding, a checkpoint written, verified and read back (lifecycle); a YOLOv8n
 // built from the installed model YAML by name (nn); its weights written and read back (io), run
 // by a Predictor (predict) whose raw output goes through NMS (metrics) and box ops (loss); a
-// training configuration (engine), an image (data) and the distributed environment (dist).
+// training configuration (engine), an image (data), the distributed environment (dist) and an
+// ONNX export of the weights (export).
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
   yolotrain::predict::Predictor predictor(weights, options);
   const yolotrain::predict::Prediction p = predictor.predict(yolotrain::data::Image(48, 64, 114));
   if (p.input_h != 64 || p.input_w != 64 || p.orig_h != 48) return fail("the predictor letterboxed wrongly");
+  yolotrain::exporter::OnnxExportOptions onnx;
+  onnx.imgsz_h = onnx.imgsz_w = 64;
+  const auto exported = yolotrain::exporter::export_onnx(weights, std::filesystem::path(argv[1]) / "yolov8n.onnx", onnx);
+  if (exported.bytes < 12'000'000) return fail("the ONNX export is smaller than yolov8n's weights");
   const auto kept = yolotrain::metrics::non_max_suppression(at::zeros({1, 84, 10}));
   if (kept.size() != 1 || kept[0].size(0) != 0) return fail("NMS of nothing kept something");
   if (!yolotrain::loss::xywh2xyxy(at::tensor({2.f, 2.f, 2.f, 2.f}).view({1, 4}))
