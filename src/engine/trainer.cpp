@@ -162,6 +162,7 @@ struct Trainer::Run {
   void publish_progress();
   std::optional<ValidationReport> validation_pass();
   void final_eval();
+  void write_confusion_matrix(const ValidationReport& report);
   void report_saved();
   void schedule(std::int64_t ni);
   void optimizer_step();
@@ -763,6 +764,16 @@ bool Trainer::Run::validate(EpochMetrics& m) {
   return true;
 }
 
+// The final validation's confusion matrix as numbers (counts; the normalized plot divides each
+// column by its sum). A failure is a warning: it never fails the run.
+void Trainer::Run::write_confusion_matrix(const ValidationReport& report) {
+  try {
+    lc::atomic_write(run_dir / "confusion_matrix.csv", report.confusion->to_csv(report.names));
+  } catch (const std::exception& e) {
+    say(std::string("WARNING confusion_matrix.csv not written: ") + e.what());
+  }
+}
+
 // As Ultralytics' final_eval: validate best (read back from its file) and print the table.
 void Trainer::Run::final_eval() {
   store->wait();
@@ -777,6 +788,7 @@ void Trainer::Run::final_eval() {
   const std::optional<ValidationReport> report = validation_pass();
   if (!report) return;
   say(report->table(cfg.verbose));
+  if (cfg.plots && report->confusion) write_confusion_matrix(*report);
   EpochMetrics m = last_metrics.value_or(EpochMetrics{});
   m.epoch = best_epoch + 1;
   fill_validation(m, *report);

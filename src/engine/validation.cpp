@@ -103,6 +103,7 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   report.images = validator.seen();
   report.instances_per_class = validator.nt_per_class();
   report.images_per_class = validator.nt_per_image();
+  if (const metrics::ConfusionMatrix* cm = validator.confusion_matrix()) report.confusion = *cm;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }

@@ -18,7 +18,9 @@ at::Tensor cat_or_empty(const std::vector<at::Tensor>& parts, at::IntArrayRef em
 
 }  // namespace
 
-Validator::Validator(int64_t nc) : nc_(nc), iouv_(iou_thresholds()) {}
+Validator::Validator(int64_t nc) : nc_(nc), iouv_(iou_thresholds()) {
+  if (nc > 0) confusion_.emplace(nc);
+}
 
 void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
                        const at::Tensor& gt_bboxes, std::array<int64_t, 2> imgsz,
@@ -35,12 +37,19 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
                 c10::str(gt_bboxes.sizes()) + "; pass normalized xywh boxes [m, 4]");
   }
   ++seen_;
+  at::Tensor bbox;  // the labels in original-image pixels
+  if (nl) {
+    bbox = loss::xywh2xyxy(gt_bboxes.reshape({-1, 4}).to(at::kFloat).cpu()) *
+           at::tensor({imgsz[1], imgsz[0], imgsz[1], imgsz[0]}, at::kLong);
+    scale_boxes(imgsz, bbox, info.ori_shape, info.ratio_pad);
+  }
   if (npr == 0) {
     if (nl) {
       tp_.push_back(at::zeros({0, iouv_.numel()}, at::kBool));
       conf_.push_back(at::zeros({0}));
       pred_cls_.push_back(at::zeros({0}));
       target_cls_.push_back(cls);
+      if (confusion_) confusion_->process_batch(at::Tensor(), bbox, cls);
     }
     return;
   }
@@ -48,12 +57,8 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
   at::Tensor pbox = predn.slice(1, 0, 4);
   scale_boxes(imgsz, pbox, info.ori_shape, info.ratio_pad);
   at::Tensor tp = at::zeros({npr, iouv_.numel()}, at::kBool);
-  if (nl) {
-    at::Tensor bbox = loss::xywh2xyxy(gt_bboxes.reshape({-1, 4}).to(at::kFloat).cpu()) *
-                      at::tensor({imgsz[1], imgsz[0], imgsz[1], imgsz[0]}, at::kLong);
-    scale_boxes(imgsz, bbox, info.ori_shape, info.ratio_pad);
-    tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, predn.slice(1, 0, 4)), iouv_);
-  }
+  if (nl) tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, predn.slice(1, 0, 4)), iouv_);
+  if (confusion_) confusion_->process_batch(predn, nl ? bbox : at::zeros({0, 4}), cls);
   tp_.push_back(tp);
   conf_.push_back(predn.select(1, 4).clone());
   pred_cls_.push_back(predn.select(1, 5).clone());
@@ -86,6 +91,7 @@ DetMetrics Validator::finalize() const {
 
 void Validator::reset() {
   seen_ = 0;
+  if (confusion_) confusion_.emplace(nc_);
   tp_.clear();
   conf_.clear();
   pred_cls_.clear();

@@ -81,6 +81,10 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
     CAPTURE(file);
     CHECK(fs::exists(dir / file));
   }
+  // The final validation's confusion matrix (4 classes + background; its figures: the metrics tests).
+  const std::string confusion = yt::slurp(dir / "confusion_matrix.csv");
+  CHECK_THAT(confusion, Catch::StartsWith("Predicted \\ True,rectangle,ellipse,triangle,cross,background\nrectangle,"));
+  CHECK(std::count(confusion.begin(), confusion.end(), '\n') == 6);
   const std::string csv = yt::slurp(dir / "results.csv");
   CHECK_THAT(csv, Catch::StartsWith("                  epoch,         train/box_loss,"));
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);  // header + 2 epochs
@@ -245,9 +249,12 @@ TEST_CASE("bad values and unusable datasets exit 2 and imgsz is rounded up", "[i
     CHECK(f.code == 2);
     CHECK_THAT(f.output, Catch::Contains(message));
   }
-  const Finished f = run_to_end(train_args(tmp / "q", {"imgsz=100", "epochs=1", "fraction=0.5"}), tmp / "out.txt");
+  const Finished f =
+      run_to_end(train_args(tmp / "q", {"imgsz=100", "epochs=1", "fraction=0.5", "plots=false"}), tmp / "out.txt");
   INFO(f.output);
   CHECK(f.code == 0);
+  CHECK(fs::exists(tmp / "q" / "run" / "results.csv"));
+  CHECK_FALSE(fs::exists(tmp / "q" / "run" / "confusion_matrix.csv"));  // plots=false writes none
   CHECK_THAT(f.output, Catch::Contains("imgsz=100 must be a multiple of 32, updating to 128"));
   CHECK_THAT(f.output, Catch::Contains("training on the first 8 images"));
 }

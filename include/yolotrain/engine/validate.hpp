@@ -2,11 +2,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 
 namespace yolotrain::engine {
@@ -20,6 +22,8 @@ struct ValidationReport {
   std::vector<std::int64_t> images_per_class;     ///< images holding the class
   std::array<double, 3> loss{0, 0, 0};       ///< mean box, cls, dfl loss (0 when not computed)
   double seconds = 0;                        ///< wall time of the pass
+  /// Ultralytics' confusion matrix of the pass (conf 0.25, IoU 0.45, a background row and column).
+  std::optional<metrics::ConfusionMatrix> confusion;
   /// Ultralytics' table: the header, the "all" row and, with `per_class`, one row per class
   /// seen in the labels.
   std::string table(bool per_class = true) const;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "yolotrain/metrics/boxes.hpp"
+#include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 
 namespace yolotrain::metrics {
@@ -23,7 +24,7 @@ struct ImageInfo {
 /// matched greedily at IoU 0.5:0.95, and finalize() computes the metrics.
 class Validator {
  public:
-  /// `nc` is only used for nt_per_class(); 0 means "as many as seen".
+  /// `nc` sizes nt_per_class() and the confusion matrix; 0 means "as many as seen" and no matrix.
   explicit Validator(int64_t nc = 0);
 
   /// One image. pred [n, 6] post-NMS rows (x1, y1, x2, y2, conf, cls) in pixels of the network
@@ -57,12 +58,15 @@ class Validator {
   at::Tensor conf() const;
   at::Tensor pred_cls() const;
   at::Tensor target_cls() const;
+  /// Ultralytics' confusion matrix (conf 0.25, IoU 0.45) of the images seen; null when nc is 0.
+  const ConfusionMatrix* confusion_matrix() const { return confusion_ ? &*confusion_ : nullptr; }
 
  private:
   int64_t nc_;
   int64_t seen_ = 0;
   at::Tensor iouv_;
   std::vector<at::Tensor> tp_, conf_, pred_cls_, target_cls_;
+  std::optional<ConfusionMatrix> confusion_;
 };
 
 }  // namespace yolotrain::metrics
