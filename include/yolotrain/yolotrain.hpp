@@ -11,5 +11,6 @@
 #include "yolotrain/loss.hpp"
 #include "yolotrain/metrics.hpp"
 #include "yolotrain/nn.hpp"
+#include "yolotrain/plots.hpp"
 #include "yolotrain/predict.hpp"
 #include "yolotrain/version.hpp"

@@ -40,6 +40,7 @@
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
+#include "yolotrain/plots/batch_plots.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -118,6 +119,7 @@ struct Trainer::Run {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<loss::DetectionLoss> criterion;
   std::unique_ptr<data::Loader> train_loader, val_loader;
+  std::unique_ptr<plots::PlotWriter> plot_writer;  // rank 0 with plots=true: pictures off this thread
   std::unique_ptr<lc::CheckpointStore> store;
   std::unique_ptr<lc::RunStatus> status;
   std::optional<lc::FolderLock> folder_lock;  // rank 0: held for the whole run
@@ -161,6 +163,8 @@ struct Trainer::Run {
   void print_progress(bool epoch_end);
   void publish_progress();
   std::optional<ValidationReport> validation_pass();
+  bool plot_validation = false;  // the final validation draws val_batch*.jpg
+  void finish_plots();
   void final_eval();
   void write_confusion_matrix(const ValidationReport& report);
   void report_saved();
@@ -354,6 +358,7 @@ void Trainer::Run::build() {
   }
   device = run_device(cfg.device, ranks.local_rank());
   torch::set_num_threads(intra_op_threads(cfg, ranks.local_world_size()));
+  if (cfg.plots && ranks.leader()) plot_writer = std::make_unique<plots::PlotWriter>();
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   const bool from_weights = io::is_weights_file(cfg.model);
   std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
@@ -655,6 +660,7 @@ at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) con
 
 void Trainer::Run::train_batch(const data::Batch& b) {
   const std::int64_t ni = step();
+  if (plot_writer && epoch == 0 && b.index < 3) plots::plot_training_batch(*plot_writer, b, ema->ema()->names(), run_dir);
   schedule(ni);
   auto t0 = Clock::now();
   at::Tensor img = b.img.to(device);
@@ -741,6 +747,7 @@ std::optional<ValidationReport> Trainer::Run::validation_pass() {
   const auto t0 = Clock::now();
   ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format,
                       cfg.iou, cfg.max_det, cfg.single_cls, &token};
+  if (plot_validation) pass.plots = plot_writer.get(), pass.plot_dir = run_dir;
   std::optional<ValidationReport> report = run_validation(pass);
   result.timings.validation_s += seconds_since(t0);
   return report;
@@ -774,6 +781,13 @@ void Trainer::Run::write_confusion_matrix(const ValidationReport& report) {
   }
 }
 
+// Waits for the queued pictures and says which could not be written (never failing the run).
+void Trainer::Run::finish_plots() {
+  if (!plot_writer) return;
+  plot_writer->wait();
+  for (const auto& w : plot_writer->take_warnings()) say("WARNING plot " + w);
+}
+
 // As Ultralytics' final_eval: validate best (read back from its file) and print the table.
 void Trainer::Run::final_eval() {
   store->wait();
@@ -785,7 +799,9 @@ void Trainer::Run::final_eval() {
     for (const auto& [name, t] : nn::state_dict(*ema->ema())) t.copy_(c.tensor("ema." + name));
   }
   say("validating " + best.string() + " (epoch " + std::to_string(best_epoch + 1) + ")");
+  plot_validation = true;
   const std::optional<ValidationReport> report = validation_pass();
+  plot_validation = false;
   if (!report) return;
   say(report->table(cfg.verbose));
   if (cfg.plots && report->confusion) write_confusion_matrix(*report);
@@ -916,6 +932,7 @@ RunResult Trainer::Run::run() {
     result.metrics = last_metrics;
     set_state(lc::RunState::Completed);
   }
+  finish_plots();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.
   ranks.barrier();

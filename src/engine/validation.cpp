@@ -16,6 +16,7 @@
 #include "yolotrain/metrics/validator.hpp"
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
+#include "yolotrain/plots/batch_plots.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -93,6 +94,7 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     ++batches;
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->decode(feats), nms);
     for (auto& p : preds) p = p.to(torch::kCPU);
+    if (pass.plots && b->index < 3) plots::plot_validation_batch(*pass.plots, *b, preds, pass.net->names(), pass.plot_dir, pass.max_det);
     validator.update(preds, b->batch_idx, b->cls, b->bboxes, {b->img.size(2), b->img.size(3)}, image_infos(*b));
   }
   if (was_training) pass.net->train();

@@ -2,12 +2,14 @@
 
 #include <torch/types.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/engine/validate.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/plots/plot_writer.hpp"
 
 namespace yolotrain::engine {
 
@@ -24,6 +26,8 @@ struct ValidationPass {
   std::int64_t max_det = 300;
   bool agnostic = false;
   const lifecycle::ControlToken* token = nullptr;  ///< a stop ends the pass
+  plots::PlotWriter* plots = nullptr;  ///< set: val_batch0..2 _labels/_pred.jpg go to plot_dir
+  std::filesystem::path plot_dir;
 };
 
 /// Runs the pass; nothing when a stop was requested before it finished.

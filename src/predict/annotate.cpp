@@ -36,8 +36,9 @@ namespace {
 
 // Ultralytics' Annotator.box_label, OpenCV branch (8.2.4x and later: 3 px padding, kept inside
 // the right edge).
-void box_label(cv::Mat& im, const Detection& d, const std::string& label, const cv::Scalar& color,
-               const cv::Scalar& text_color, int lw) {
+void box_label(cv::Mat& im, const Detection& d, const std::string& label, std::int64_t cls, int lw) {
+  const auto c = class_color(cls), t = label_text_color(cls);
+  const cv::Scalar color(c[0], c[1], c[2]), text_color(t[0], t[1], t[2]);
   const int tf = std::max(lw - 1, 1);  // font thickness
   const double sf = lw / 3.0;          // font scale
   cv::Point p1(static_cast<int>(d.x1), static_cast<int>(d.y1));
@@ -64,16 +65,21 @@ void draw_detections(data::Image& image, const std::vector<Detection>& boxes, co
                      ? options.line_width
                      : std::max(static_cast<int>(std::nearbyint((image.height + image.width + 3) / 2.0 * 0.003)), 2);
   for (auto it = boxes.rbegin(); it != boxes.rend(); ++it) {
-    const auto c = class_color(it->cls);
     std::string label;
     if (options.show_labels) {
       char conf[16];
       std::snprintf(conf, sizeof(conf), " %.2f", static_cast<double>(it->conf));
       label = it->name + (options.show_conf ? conf : "");
     }
-    const auto t = label_text_color(it->cls);
-    box_label(im, *it, label, cv::Scalar(c[0], c[1], c[2]), cv::Scalar(t[0], t[1], t[2]), lw);
+    box_label(im, *it, label, it->cls, lw);
   }
+}
+
+void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, const std::string& label,
+                    std::int64_t cls, int line_width) {
+  if (image.empty()) return;
+  cv::Mat im(image.height, image.width, CV_8UC3, image.pixels.data());
+  box_label(im, Detection{x1, y1, x2, y2, 0, cls, ""}, label, cls, std::max(line_width, 1));
 }
 
 }  // namespace yolotrain::predict

@@ -1,6 +1,7 @@
 // Integration tests of yolo_train: real processes, real signals, a tiny synthetic dataset.
 #include <ATen/ATen.h>
 
+#include "yolotrain/data/image.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
@@ -81,6 +82,23 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
     CAPTURE(file);
     CHECK(fs::exists(dir / file));
   }
+  // The pictures: the first training batches (16 images / batch 4: four, of which 0..2 are
+  // drawn, 2 x 2 tiles of 64 px), the final validation's batch (8 images, one batch of 8 as
+  // validation doubles the batch: 3 x 3 tiles of 96 px, its rectangular letterbox with the
+  // half-stride pad) with labels and predictions.
+  for (const auto& [file, side] : std::vector<std::pair<std::string, int>>{{"train_batch0.jpg", 128},
+                                                                           {"train_batch1.jpg", 128},
+                                                                           {"train_batch2.jpg", 128},
+                                                                           {"val_batch0_labels.jpg", 288},
+                                                                           {"val_batch0_pred.jpg", 288}}) {
+    CAPTURE(file);
+    REQUIRE(fs::exists(dir / file));
+    const auto image = yolotrain::data::decode_image(dir / file);
+    CHECK(image.width == side);
+    CHECK(image.height == side);
+  }
+  CHECK_FALSE(fs::exists(dir / "train_batch3.jpg"));
+  CHECK_FALSE(fs::exists(dir / "val_batch1_labels.jpg"));
   // The final validation's confusion matrix (4 classes + background; its figures: the metrics tests).
   const std::string confusion = yt::slurp(dir / "confusion_matrix.csv");
   CHECK_THAT(confusion, Catch::StartsWith("Predicted \\ True,rectangle,ellipse,triangle,cross,background\nrectangle,"));
@@ -293,6 +311,19 @@ TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the 
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
   CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+}
+
+TEST_CASE("plots=false draws nothing and trains the same weights as the run that draws", "[integration]") {
+  yt::TempDir tmp;
+  const Finished f = run_to_end(train_args(tmp.path(), {"plots=false"}), tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  for (const auto& e : fs::directory_iterator(tmp / "run")) {
+    CAPTURE(e.path());
+    CHECK(e.path().extension() != ".jpg");
+    CHECK(e.path().filename() != "confusion_matrix.csv");
+  }
+  CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());  // baseline() draws (plots=true)
 }
 
 TEST_CASE("yolo_train val and export work on a finished run and the textfile reports it", "[integration]") {

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "yolotrain/data/image.hpp"
@@ -26,5 +27,10 @@ std::array<std::uint8_t, 3> label_text_color(std::int64_t cls);
 /// label_text_color() on a filled box of that colour above the box (below the top edge when there
 /// is no room above, shifted left to stay inside the image).
 void draw_detections(data::Image& image, const std::vector<Detection>& boxes, const AnnotateOptions& options = {});
+
+/// One box (corners in pixels) with `label` above it (nothing when empty) in class `cls`'s
+/// colours, `line_width` px wide: Ultralytics' Annotator.box_label, as draw_detections() draws each.
+void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, const std::string& label,
+                    std::int64_t cls, int line_width);
 
 }  // namespace yolotrain::predict

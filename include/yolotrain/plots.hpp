@@ -1,0 +1,7 @@
+#pragma once
+
+/// yolotrain::plots — what a person looks at: batches of images with their boxes, drawn and
+/// written off the training thread.
+#include "yolotrain/plots/batch_plots.hpp"
+#include "yolotrain/plots/plot_images.hpp"
+#include "yolotrain/plots/plot_writer.hpp"

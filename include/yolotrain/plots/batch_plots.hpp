@@ -1,0 +1,28 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "yolotrain/data/loader.hpp"
+#include "yolotrain/plots/plot_writer.hpp"
+
+namespace yolotrain::plots {
+
+/// Queues `dir/train_batch<index>.jpg`: the augmented batch with its labels, as Ultralytics'
+/// plot_training_samples. Copies what it needs, so `batch` may change after the call.
+void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
+                         const std::filesystem::path& dir);
+
+/// Queues `dir/val_batch<index>_labels.jpg` (the labels) and `dir/val_batch<index>_pred.jpg`
+/// (the predictions above conf 0.25 with "name conf"), as Ultralytics' plot_val_samples and
+/// plot_predictions. `preds` are the batch's post-NMS rows per image (x1, y1, x2, y2, conf, cls)
+/// in the batch images' pixels; at most `max_det` per image are drawn.
+void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
+                           const std::vector<std::string>& names, const std::filesystem::path& dir,
+                           std::int64_t max_det = 300);
+
+}  // namespace yolotrain::plots

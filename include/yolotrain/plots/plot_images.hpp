@@ -1,0 +1,33 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "yolotrain/data/image.hpp"
+
+namespace yolotrain::plots {
+
+/// What plot_images() draws: a batch and its boxes, as Ultralytics' plot_images takes them.
+struct ImagesPlot {
+  at::Tensor images;     ///< [B, 3, H, W] RGB, float 0..1 or uint8
+  at::Tensor batch_idx;  ///< [N] the image of each box
+  at::Tensor cls;        ///< [N] (or [N, 1]) class indices
+  at::Tensor bboxes;     ///< [N, 4] xywh: normalised (all <= 1.1) or in pixels of the batch images
+  at::Tensor confs;      ///< [N] confidences of predictions; undefined for labels
+  std::vector<std::string> paths;  ///< each image's file (its name is written in the tile)
+  std::vector<std::string> names;  ///< class names by index
+  int max_size = 1920;             ///< the mosaic's longest side at most
+  int max_subplots = 16;           ///< images drawn at most
+  double conf_thres = 0.25;        ///< predictions drawn above this
+};
+
+/// Ultralytics' plot_images (utils/plotting.py): up to 16 images in a square grid filled column
+/// by column on white, scaled so the mosaic's side is at most max_size, a white border and the
+/// file name on each tile, every label box with its class name (predictions above conf_thres with
+/// "name 0.8"), in the class palette of predict::class_color(). Returns the mosaic (BGR). Text is
+/// OpenCV's Hershey font, where Ultralytics draws with PIL and Arial.
+data::Image plot_images(const ImagesPlot& plot);
+
+}  // namespace yolotrain::plots

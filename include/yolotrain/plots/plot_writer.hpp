@@ -1,0 +1,49 @@
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "yolotrain/data/image.hpp"
+
+namespace yolotrain::plots {
+
+/// Draws and writes plots on a thread of its own, so that the caller (a training step) never
+/// waits for one. Each job draws an image and writes it atomically as JPEG (.jpg) or PNG (.png).
+/// A job that throws or cannot be written becomes a warning (take_warnings()); it never reaches
+/// the caller. The destructor writes what is queued, then joins.
+class PlotWriter {
+ public:
+  PlotWriter();
+  ~PlotWriter();
+  PlotWriter(const PlotWriter&) = delete;
+  PlotWriter& operator=(const PlotWriter&) = delete;
+
+  /// Queues `draw`; its image goes to `path`. Returns at once.
+  void submit(std::filesystem::path path, std::function<data::Image()> draw);
+  /// Waits until every queued plot is written (or has failed).
+  void wait();
+  /// The warnings since the last call ("<file> not written: <reason>"), oldest first.
+  std::vector<std::string> take_warnings();
+
+ private:
+  struct Job {
+    std::filesystem::path path;
+    std::function<data::Image()> draw;
+  };
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Job> queue_;
+  std::vector<std::string> warnings_;
+  bool busy_ = false, closing_ = false;
+  std::thread thread_;
+};
+
+}  // namespace yolotrain::plots

@@ -1,0 +1,59 @@
+#include "yolotrain/plots/batch_plots.hpp"
+
+#include <ATen/ATen.h>
+
+#include "yolotrain/plots/plot_images.hpp"
+
+namespace yolotrain::plots {
+namespace {
+
+ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names) {
+  ImagesPlot p;
+  p.images = b.img.detach().to(at::kCPU).clone();
+  p.batch_idx = b.batch_idx.to(at::kCPU).clone();
+  p.cls = b.cls.to(at::kCPU).clone();
+  p.bboxes = b.bboxes.to(at::kCPU).clone();
+  p.paths = b.im_file;
+  p.names = names;
+  return p;
+}
+
+// Ultralytics' output_to_target: one row per detection (image index, class, xywh, conf).
+ImagesPlot predictions_of(const data::Batch& b, const std::vector<at::Tensor>& preds,
+                          const std::vector<std::string>& names, std::int64_t max_det) {
+  ImagesPlot p = labels_of(b, names);
+  std::vector<at::Tensor> idx, cls, boxes, confs;
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    const at::Tensor d = preds[i].detach().to(at::kCPU, at::kFloat).slice(0, 0, max_det);
+    const at::Tensor xyxy = d.slice(1, 0, 4);
+    const at::Tensor wh = xyxy.slice(1, 2, 4) - xyxy.slice(1, 0, 2);
+    boxes.push_back(at::cat({xyxy.slice(1, 0, 2) + wh / 2, wh}, 1));
+    idx.push_back(at::full({d.size(0)}, static_cast<double>(i)));
+    confs.push_back(d.select(1, 4));
+    cls.push_back(d.select(1, 5));
+  }
+  p.batch_idx = idx.empty() ? at::zeros({0}) : at::cat(idx);
+  p.cls = cls.empty() ? at::zeros({0}) : at::cat(cls);
+  p.bboxes = boxes.empty() ? at::zeros({0, 4}) : at::cat(boxes);
+  p.confs = confs.empty() ? at::zeros({0}) : at::cat(confs);
+  return p;
+}
+
+}  // namespace
+
+void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
+                         const std::filesystem::path& dir) {
+  ImagesPlot p = labels_of(batch, names);
+  writer.submit(dir / ("train_batch" + std::to_string(batch.index) + ".jpg"), [p = std::move(p)] { return plot_images(p); });
+}
+
+void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
+                           const std::vector<std::string>& names, const std::filesystem::path& dir, std::int64_t max_det) {
+  const std::string stem = "val_batch" + std::to_string(batch.index);
+  ImagesPlot labels = labels_of(batch, names);
+  ImagesPlot predictions = predictions_of(batch, preds, names, max_det);
+  writer.submit(dir / (stem + "_labels.jpg"), [p = std::move(labels)] { return plot_images(p); });
+  writer.submit(dir / (stem + "_pred.jpg"), [p = std::move(predictions)] { return plot_images(p); });
+}
+
+}  // namespace yolotrain::plots

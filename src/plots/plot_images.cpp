@@ -1,0 +1,98 @@
+#include "yolotrain/plots/plot_images.hpp"
+
+#include <ATen/ATen.h>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "yolotrain/error.hpp"
+#include "yolotrain/predict/annotate.hpp"
+
+namespace yolotrain::plots {
+namespace {
+
+// The batch as uint8 HWC RGB images.
+at::Tensor to_hwc_bytes(const at::Tensor& images) {
+  at::Tensor x = images.detach().to(at::kCPU);
+  if (x.scalar_type() != at::kByte) x = x.to(at::kFloat).mul(255).round_().clamp_(0, 255).to(at::kByte);
+  return x.permute({0, 2, 3, 1}).contiguous();
+}
+
+std::string class_name(const std::vector<std::string>& names, std::int64_t c) {
+  return c >= 0 && c < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(c)] : std::to_string(c);
+}
+
+}  // namespace
+
+data::Image plot_images(const ImagesPlot& p) {
+  if (!p.images.defined() || p.images.dim() != 4 || p.images.size(1) != 3) {
+    throw Error("plot_images: images must be [B, 3, H, W]");
+  }
+  const at::Tensor hwc = to_hwc_bytes(p.images);
+  const int bs = static_cast<int>(std::min<std::int64_t>(hwc.size(0), p.max_subplots));
+  int h = static_cast<int>(hwc.size(1)), w = static_cast<int>(hwc.size(2));
+  const int ns = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(bs))));
+  cv::Mat mosaic(ns * h, ns * w, CV_8UC3, cv::Scalar(255, 255, 255));
+  for (int i = 0; i < bs; ++i) {
+    const int x = w * (i / ns), y = h * (i % ns);  // column by column, as Ultralytics
+    const cv::Mat rgb(h, w, CV_8UC3, hwc[i].data_ptr());
+    cv::cvtColor(rgb, mosaic(cv::Rect(x, y, w, h)), cv::COLOR_RGB2BGR);
+  }
+  const double scale = static_cast<double>(p.max_size) / ns / std::max(h, w);
+  if (scale < 1) {
+    h = static_cast<int>(std::ceil(scale * h));
+    w = static_cast<int>(std::ceil(scale * w));
+    cv::resize(mosaic, mosaic, cv::Size(w * ns, h * ns));
+  }
+  data::Image out(mosaic.rows, mosaic.cols);
+  std::copy(mosaic.datastart, mosaic.dataend, out.pixels.begin());
+  cv::Mat im(out.height, out.width, CV_8UC3, out.pixels.data());
+
+  const int fs = static_cast<int>((h + w) * ns * 0.01);  // Ultralytics' font size
+  const int lw = std::max(static_cast<int>(std::nearbyint(fs / 10.0)), 1);
+  const at::Tensor idx = p.batch_idx.defined() ? p.batch_idx.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
+  const at::Tensor cls = p.cls.defined() ? p.cls.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
+  at::Tensor boxes = p.bboxes.defined() ? p.bboxes.reshape({-1, 4}).to(at::kFloat).cpu().clone() : at::zeros({0, 4});
+  if (boxes.size(0) != cls.size(0) || idx.size(0) != cls.size(0)) throw Error("plot_images: boxes, classes and indices disagree");
+  const bool normalised = boxes.numel() == 0 || boxes.max().item<float>() <= 1.1F;
+  const at::Tensor confs = p.confs.defined() ? p.confs.reshape({-1}).to(at::kFloat).cpu() : at::Tensor();
+  for (int i = 0; i < bs; ++i) {
+    const int x = w * (i / ns), y = h * (i % ns);
+    cv::rectangle(im, cv::Rect(x, y, w, h), cv::Scalar(255, 255, 255), 2);
+    if (static_cast<std::size_t>(i) < p.paths.size()) {
+      const std::string file = std::filesystem::path(p.paths[static_cast<std::size_t>(i)]).filename().string().substr(0, 40);
+      const double sf = std::max(fs / 40.0, 0.3);
+      int baseline = 0;
+      const cv::Size t = cv::getTextSize(file, cv::FONT_HERSHEY_SIMPLEX, sf, std::max(lw - 1, 1), &baseline);
+      cv::putText(im, file, cv::Point(x + 5, y + 5 + t.height), cv::FONT_HERSHEY_SIMPLEX, sf, cv::Scalar(220, 220, 220),
+                  std::max(lw - 1, 1), cv::LINE_AA);
+    }
+    for (std::int64_t j = 0; j < cls.size(0); ++j) {
+      if (idx[j].item<std::int64_t>() != i) continue;
+      const bool label = !confs.defined();
+      const float conf = label ? 1.0F : confs[j].item<float>();
+      if (!label && !(conf > p.conf_thres)) continue;
+      const auto b = boxes[j];
+      float cx = b[0].item<float>(), cy = b[1].item<float>(), bw = b[2].item<float>(), bh = b[3].item<float>();
+      const float sx = normalised ? static_cast<float>(w) : (scale < 1 ? static_cast<float>(scale) : 1.0F);
+      const float sy = normalised ? static_cast<float>(h) : (scale < 1 ? static_cast<float>(scale) : 1.0F);
+      cx *= sx, bw *= sx, cy *= sy, bh *= sy;
+      const std::int64_t c = cls[j].item<std::int64_t>();
+      std::string text = class_name(p.names, c);
+      if (!label) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, " %.1f", static_cast<double>(conf));
+        text += buf;
+      }
+      // Ultralytics draws integer corners (boxes.astype(np.int64): truncation).
+      predict::draw_box_label(out, std::trunc(cx - bw / 2 + x), std::trunc(cy - bh / 2 + y), std::trunc(cx + bw / 2 + x),
+                              std::trunc(cy + bh / 2 + y), text, c, lw);
+    }
+  }
+  return out;
+}
+
+}  // namespace yolotrain::plots
