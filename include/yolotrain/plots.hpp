@@ -4,4 +4,5 @@
 /// written off the training thread.
 #include "yolotrain/plots/batch_plots.hpp"
 #include "yolotrain/plots/plot_images.hpp"
+#include "yolotrain/plots/plot_results.hpp"
 #include "yolotrain/plots/plot_writer.hpp"

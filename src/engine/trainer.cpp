@@ -41,6 +41,7 @@
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/batch_plots.hpp"
+#include "yolotrain/plots/plot_results.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -822,6 +823,7 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   if (results_csv.empty()) results_csv = results_csv_header();
   results_csv += results_csv_row(m);
   lc::atomic_write(run_dir / "results.csv", results_csv);
+  if (plot_writer) plot_writer->submit(run_dir / "results.png", [csv = results_csv] { return plots::plot_results(csv); });
   last_metrics = m;
   char line[256];
   std::snprintf(line, sizeof(line), "epoch %lld/%lld: P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f (losses %.3f %.3f %.3f)",

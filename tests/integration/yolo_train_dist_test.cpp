@@ -91,8 +91,13 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(nlohmann::json::parse(yt::slurp(tmp / "run" / "status.json"))["state"] == "completed");
   std::size_t entries = 0;
-  for (const auto& e : fs::directory_iterator(tmp / "run")) entries += e.path().filename() != "weights";
+  for (const auto& e : fs::directory_iterator(tmp / "run")) {
+    const auto ext = e.path().extension();
+    entries += e.path().filename() != "weights" && ext != ".jpg" && ext != ".png" &&
+               e.path().filename() != "confusion_matrix.csv";
+  }
   CHECK(entries == 5);  // .lock (rank 0's), args.yaml, results.csv, status.json, train.log: rank 1 wrote nothing
+  CHECK(fs::exists(tmp / "run" / "train_batch0.jpg"));  // rank 0's pictures
   CHECK(!yolotrain::lifecycle::FolderLock::holder(tmp / "run"));  // released with its owner
   CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
 }

@@ -97,6 +97,9 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
     CHECK(image.width == side);
     CHECK(image.height == side);
   }
+  const auto results = yolotrain::data::decode_image(dir / "results.png");  // redrawn after each epoch
+  CHECK(results.width == 2400);
+  CHECK(results.height == 1200);
   CHECK_FALSE(fs::exists(dir / "train_batch3.jpg"));
   CHECK_FALSE(fs::exists(dir / "val_batch1_labels.jpg"));
   // The final validation's confusion matrix (4 classes + background; its figures: the metrics tests).
@@ -321,6 +324,7 @@ TEST_CASE("plots=false draws nothing and trains the same weights as the run that
   for (const auto& e : fs::directory_iterator(tmp / "run")) {
     CAPTURE(e.path());
     CHECK(e.path().extension() != ".jpg");
+    CHECK(e.path().extension() != ".png");
     CHECK(e.path().filename() != "confusion_matrix.csv");
   }
   CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());  // baseline() draws (plots=true)

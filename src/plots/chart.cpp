@@ -1,0 +1,164 @@
+#include "chart.hpp"
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <tuple>
+
+namespace yolotrain::plots::detail {
+namespace {
+
+constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
+const cv::Scalar kText(40, 40, 40), kFrame(60, 60, 60), kGrid(225, 225, 225);
+
+std::string tick_text(double v, double step) {
+  char buf[32];
+  int decimals = 0;  // as many as the step needs (0.0025 -> 4)
+  while (decimals < 8 && std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6) {
+    ++decimals;
+  }
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < step * 1e-6 ? 0.0 : v);
+  return buf;
+}
+
+void text_at(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
+             double align_y) {
+  int base = 0;
+  const cv::Size t = cv::getTextSize(s, kFont, scale, thickness, &base);
+  const cv::Point at(anchor.x - static_cast<int>(align_x * t.width), anchor.y + static_cast<int>((1 - align_y) * t.height));
+  cv::putText(m, s, at, kFont, scale, kText, thickness, cv::LINE_AA);
+}
+
+// A dotted polyline: short dashes every few pixels along the path.
+void dotted_line(cv::Mat& m, const std::vector<cv::Point2d>& pts, const cv::Scalar& color, int thickness) {
+  const double dash = 4.0 * thickness, gap = 3.0 * thickness;
+  double phase = 0;
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    const cv::Point2d a = pts[i - 1], d = pts[i] - pts[i - 1];
+    const double len = std::hypot(d.x, d.y);
+    double s = 0;
+    while (s < len) {
+      const double in_cycle = std::fmod(phase + s, dash + gap);
+      const double run = in_cycle < dash ? std::min(dash - in_cycle, len - s) : std::min(dash + gap - in_cycle, len - s);
+      if (in_cycle < dash) {
+        const cv::Point2d p = a + d * (s / len), q = a + d * ((s + run) / len);
+        cv::line(m, cv::Point(cvRound(p.x), cvRound(p.y)), cv::Point(cvRound(q.x), cvRound(q.y)), color, thickness, cv::LINE_AA);
+      }
+      s += std::max(run, 1e-3);
+    }
+    phase += len;
+  }
+}
+
+std::pair<double, double> padded_range(double lo, double hi) {
+  // A flat series (smoothing leaves float noise in it) gets a range around its value.
+  if (!(hi - lo > 1e-9 * std::max({1.0, std::abs(lo), std::abs(hi)}))) {
+    const double pad = std::abs(lo) > 0 ? std::abs(lo) * 0.05 : 0.5;
+    return {lo - pad, hi + pad};
+  }
+  const double pad = (hi - lo) * 0.05;  // matplotlib's default margins
+  return {lo - pad, hi + pad};
+}
+
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, int count) {
+  if (!(hi > lo)) return {lo};
+  const double raw = (hi - lo) / std::max(count, 1);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    step = f * mag;
+    if (step >= raw) break;
+  }
+  std::vector<double> ticks;
+  const double first = std::ceil(lo / step - 1e-9);
+  for (int i = 0; i <= 4 * count + 4; ++i) {  // indexed: a step below the values' precision cannot loop forever
+    const double v = (first + i) * step;
+    if (v > hi + step * 1e-9) break;
+    ticks.push_back(v);
+  }
+  return ticks;
+}
+
+void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
+  cv::Mat m = canvas(area);
+  const double s = std::min(area.width, area.height) / 600.0 + 0.3;  // text scale for the panel's size
+  const int th = std::max(1, static_cast<int>(std::round(s * 1.5)));
+  const int left = static_cast<int>(area.width * 0.18), right = static_cast<int>(area.width * 0.05);
+  const int top = static_cast<int>(area.height * 0.12), bottom = static_cast<int>(area.height * 0.14);
+  const cv::Rect plot(left, top, area.width - left - right, area.height - top - bottom);
+
+  double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
+  for (const auto& se : panel.series) {
+    for (double v : se.x) xmin = std::min(xmin, v), xmax = std::max(xmax, v);
+    for (double v : se.y) {
+      if (std::isfinite(v)) ymin = std::min(ymin, v), ymax = std::max(ymax, v);
+    }
+  }
+  if (!std::isfinite(xmin)) xmin = 0, xmax = 1;
+  if (!std::isfinite(ymin)) ymin = 0, ymax = 1;
+  std::tie(xmin, xmax) = padded_range(xmin, xmax);
+  std::tie(ymin, ymax) = padded_range(ymin, ymax);
+  auto px = [&](double x, double y) {
+    return cv::Point2d(plot.x + (x - xmin) / (xmax - xmin) * plot.width, plot.y + plot.height - (y - ymin) / (ymax - ymin) * plot.height);
+  };
+
+  const auto xt = nice_ticks(xmin, xmax, 5), yt = nice_ticks(ymin, ymax, 5);
+  const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 1, ystep = yt.size() > 1 ? yt[1] - yt[0] : 1;
+  for (double v : yt) {
+    const int y = cvRound(px(xmin, v).y);
+    cv::line(m, {plot.x, y}, {plot.x + plot.width, y}, kGrid, 1);
+    cv::line(m, {plot.x - 6, y}, {plot.x, y}, kFrame, th);
+    text_at(m, tick_text(v, ystep), {plot.x - 10, y}, 0.5 * s, th, 1.0, 0.5);
+  }
+  for (double v : xt) {
+    const int x = cvRound(px(v, ymin).x);
+    cv::line(m, {x, plot.y + plot.height}, {x, plot.y + plot.height + 6}, kFrame, th);
+    text_at(m, tick_text(v, xstep), {x, plot.y + plot.height + 12}, 0.5 * s, th, 0.5, 0.0);
+  }
+  for (const auto& se : panel.series) {
+    std::vector<cv::Point2d> pts;
+    for (std::size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
+      if (std::isfinite(se.y[i])) pts.push_back(px(se.x[i], se.y[i]));
+    }
+    if (se.dotted) {
+      dotted_line(m, pts, se.color, th + 1);
+    } else {
+      for (std::size_t i = 1; i < pts.size(); ++i) {
+        cv::line(m, cv::Point(cvRound(pts[i - 1].x), cvRound(pts[i - 1].y)), cv::Point(cvRound(pts[i].x), cvRound(pts[i].y)),
+                 se.color, th + 1, cv::LINE_AA);
+      }
+    }
+    if (se.markers) {
+      for (const auto& p : pts) cv::circle(m, cv::Point(cvRound(p.x), cvRound(p.y)), th + 3, se.color, -1, cv::LINE_AA);
+    }
+  }
+  cv::rectangle(m, plot, kFrame, th);
+  text_at(m, panel.title, {area.width / 2, top / 2}, 0.65 * s, th + 1, 0.5, 0.5);
+  if (!panel.xlabel.empty()) text_at(m, panel.xlabel, {plot.x + plot.width / 2, area.height - 4}, 0.55 * s, th, 0.5, 1.0);
+  if (!panel.ylabel.empty()) text_at(m, panel.ylabel, {4, plot.y - 8}, 0.55 * s, th, 0.0, 1.0);
+  if (panel.legend) {
+    int base = 0, text_w = 0;
+    for (const auto& se : panel.series) text_w = std::max(text_w, cv::getTextSize(se.label, kFont, 0.5 * s, th, &base).width);
+    const int row = static_cast<int>(28 * s), sample = static_cast<int>(40 * s);
+    const cv::Rect box(plot.x + plot.width - text_w - sample - 30, plot.y + 10, text_w + sample + 20,
+                       row * static_cast<int>(panel.series.size()) + 10);
+    cv::rectangle(m, box, cv::Scalar(255, 255, 255), -1);
+    cv::rectangle(m, box, kGrid, 1);
+    for (std::size_t i = 0; i < panel.series.size(); ++i) {
+      const auto& se = panel.series[i];
+      const int y = box.y + 5 + row * static_cast<int>(i) + row / 2;
+      const std::vector<cv::Point2d> line{{box.x + 8.0, double(y)}, {box.x + 8.0 + sample, double(y)}};
+      if (se.dotted) dotted_line(m, line, se.color, th + 1);
+      else cv::line(m, {box.x + 8, y}, {box.x + 8 + sample, y}, se.color, th + 1, cv::LINE_AA);
+      if (se.markers) cv::circle(m, {box.x + 8 + sample / 2, y}, th + 3, se.color, -1, cv::LINE_AA);
+      text_at(m, se.label, {box.x + 14 + sample, y}, 0.5 * s, th, 0.0, 0.5);
+    }
+  }
+}
+
+}  // namespace yolotrain::plots::detail
