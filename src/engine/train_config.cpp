@@ -70,7 +70,7 @@ const std::vector<Spec>& specs() {
       {"val", &C::val, "validate each epoch"},
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
-      {"plots", &C::plots, "write train_batch0-2.jpg, the final validation's val_batch0-2_labels/_pred.jpg and confusion_matrix.csv"},
+      {"plots", &C::plots, "write results.png, train_batch0-2.jpg and the final validation's pictures, curves and confusion_matrix.csv"},
       {"verbose", &C::verbose, "print a progress line per batch and the per-class table at the end"},
       {"lr0", &C::lr0, "initial learning rate", 1e-12, 10},
       {"lrf", &C::lrf, "final learning rate as a fraction of lr0", 0, 1},

@@ -41,6 +41,7 @@
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/batch_plots.hpp"
+#include "yolotrain/plots/plot_curves.hpp"
 #include "yolotrain/plots/plot_results.hpp"
 
 namespace yolotrain::engine {
@@ -806,6 +807,14 @@ void Trainer::Run::final_eval() {
   if (!report) return;
   say(report->table(cfg.verbose));
   if (cfg.plots && report->confusion) write_confusion_matrix(*report);
+  if (plot_writer) {
+    const metrics::DetMetrics metrics = report->metrics;
+    const std::vector<std::string> names = report->names;
+    plot_writer->submit(run_dir / "PR_curve.png", [=] { return plots::plot_pr_curve(metrics, names); });
+    for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
+      plot_writer->submit(run_dir / plots::curve_file(which), [=] { return plots::plot_mc_curve(metrics, names, which); });
+    }
+  }
   EpochMetrics m = last_metrics.value_or(EpochMetrics{});
   m.epoch = best_epoch + 1;
   fill_validation(m, *report);

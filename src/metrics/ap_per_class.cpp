@@ -148,6 +148,7 @@ ApResult ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in,
 
   at::Tensor ap = at::zeros({nc, t}, at::kDouble);
   at::Tensor p_curve = at::zeros({nc, 1000}, at::kDouble), r_curve = at::zeros({nc, 1000}, at::kDouble);
+  at::Tensor prec_values = at::zeros({nc, 1000}, at::kDouble);
   std::vector<double> classes, nt;
   int64_t ci = -1;
   for (const auto& [c, n_l] : counts) {
@@ -178,7 +179,12 @@ ApResult ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in,
     std::copy(r.begin(), r.end(), r_curve[ci].data_ptr<double>());
     std::copy(p.begin(), p.end(), p_curve[ci].data_ptr<double>());
     for (int64_t j = 0; j < t; ++j) {
-      ap.data_ptr<double>()[ci * t + j] = std::get<0>(compute_ap(recall[j], precision[j]));
+      const auto [value, mpre, mrec] = compute_ap(recall[j], precision[j]);
+      ap.data_ptr<double>()[ci * t + j] = value;
+      if (j == 0) {  // Ultralytics: prec_values.append(np.interp(x, mrec, mpre))
+        const auto pr = interp(x, mrec, mpre);
+        std::copy(pr.begin(), pr.end(), prec_values[ci].data_ptr<double>());
+      }
     }
   }
   const at::Tensor f1_curve = 2 * p_curve * r_curve / (p_curve + r_curve + eps);
@@ -206,6 +212,7 @@ ApResult ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in,
   res.r_curve = r_curve;
   res.f1_curve = f1_curve;
   res.x = to_tensor(x);
+  res.prec_values = prec_values;
   return res;
 }
 

@@ -35,6 +35,11 @@ DetMetrics det_metrics(const at::Tensor& tp, const at::Tensor& conf, const at::T
   m.r = column(r.r);
   m.f1 = column(r.f1);
   m.all_ap = r.ap;
+  m.px = r.x;
+  m.prec_values = r.prec_values;
+  m.f1_curve = r.f1_curve;
+  m.p_curve = r.p_curve;
+  m.r_curve = r.r_curve;
   const at::Tensor idx = r.unique_classes.contiguous();
   m.ap_class_index.assign(idx.data_ptr<int64_t>(), idx.data_ptr<int64_t>() + idx.numel());
   const int64_t nc = r.ap.size(0), t = r.ap.size(1);

@@ -65,6 +65,13 @@ std::pair<double, double> padded_range(double lo, double hi) {
 
 }  // namespace
 
+cv::Scalar cycle_color(std::size_t i) {
+  static const int rgb[10][3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},   {148, 103, 189},
+                                 {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
+  const int* c = rgb[i % 10];
+  return cv::Scalar(c[2], c[1], c[0]);
+}
+
 std::vector<double> nice_ticks(double lo, double hi, int count) {
   if (!(hi > lo)) return {lo};
   const double raw = (hi - lo) / std::max(count, 1);
@@ -88,7 +95,8 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   cv::Mat m = canvas(area);
   const double s = std::min(area.width, area.height) / 600.0 + 0.3;  // text scale for the panel's size
   const int th = std::max(1, static_cast<int>(std::round(s * 1.5)));
-  const int left = static_cast<int>(area.width * 0.18), right = static_cast<int>(area.width * 0.05);
+  const int left = static_cast<int>(area.width * (panel.legend_outside ? 0.08 : 0.18));
+  const int right = static_cast<int>(area.width * (panel.legend_outside ? 0.38 : 0.05));
   const int top = static_cast<int>(area.height * 0.12), bottom = static_cast<int>(area.height * 0.14);
   const cv::Rect plot(left, top, area.width - left - right, area.height - top - bottom);
 
@@ -103,6 +111,7 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   if (!std::isfinite(ymin)) ymin = 0, ymax = 1;
   std::tie(xmin, xmax) = padded_range(xmin, xmax);
   std::tie(ymin, ymax) = padded_range(ymin, ymax);
+  if (panel.fixed_unit_range) xmin = ymin = 0, xmax = ymax = 1;
   auto px = [&](double x, double y) {
     return cv::Point2d(plot.x + (x - xmin) / (xmax - xmin) * plot.width, plot.y + plot.height - (y - ymin) / (ymax - ymin) * plot.height);
   };
@@ -126,12 +135,11 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
       if (std::isfinite(se.y[i])) pts.push_back(px(se.x[i], se.y[i]));
     }
     if (se.dotted) {
-      dotted_line(m, pts, se.color, th + 1);
+      dotted_line(m, pts, se.color, th + se.width);
     } else {
-      for (std::size_t i = 1; i < pts.size(); ++i) {
-        cv::line(m, cv::Point(cvRound(pts[i - 1].x), cvRound(pts[i - 1].y)), cv::Point(cvRound(pts[i].x), cvRound(pts[i].y)),
-                 se.color, th + 1, cv::LINE_AA);
-      }
+      std::vector<cv::Point> line;
+      for (const auto& p : pts) line.emplace_back(cvRound(p.x), cvRound(p.y));
+      cv::polylines(m, line, false, se.color, th + se.width, cv::LINE_AA);
     }
     if (se.markers) {
       for (const auto& p : pts) cv::circle(m, cv::Point(cvRound(p.x), cvRound(p.y)), th + 3, se.color, -1, cv::LINE_AA);
@@ -139,22 +147,31 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   }
   cv::rectangle(m, plot, kFrame, th);
   text_at(m, panel.title, {area.width / 2, top / 2}, 0.65 * s, th + 1, 0.5, 0.5);
-  if (!panel.xlabel.empty()) text_at(m, panel.xlabel, {plot.x + plot.width / 2, area.height - 4}, 0.55 * s, th, 0.5, 1.0);
-  if (!panel.ylabel.empty()) text_at(m, panel.ylabel, {4, plot.y - 8}, 0.55 * s, th, 0.0, 1.0);
-  if (panel.legend) {
+  const int gap = static_cast<int>(45 * s);  // the axis labels sit clear of the tick values
+  if (!panel.xlabel.empty()) {
+    text_at(m, panel.xlabel, {plot.x + plot.width / 2, plot.y + plot.height + gap * 3 / 2}, 0.55 * s, th, 0.5, 1.0);
+  }
+  if (!panel.ylabel.empty()) text_at(m, panel.ylabel, {4, plot.y - gap / 2}, 0.55 * s, th, 0.0, 1.0);
+  if (panel.legend || panel.legend_outside) {
+    std::vector<const Series*> rows;  // the labelled series
+    for (const auto& se : panel.series) {
+      if (!se.label.empty()) rows.push_back(&se);
+    }
+    if (rows.empty()) return;
     int base = 0, text_w = 0;
-    for (const auto& se : panel.series) text_w = std::max(text_w, cv::getTextSize(se.label, kFont, 0.5 * s, th, &base).width);
+    for (const Series* se : rows) text_w = std::max(text_w, cv::getTextSize(se->label, kFont, 0.5 * s, th, &base).width);
     const int row = static_cast<int>(28 * s), sample = static_cast<int>(40 * s);
-    const cv::Rect box(plot.x + plot.width - text_w - sample - 30, plot.y + 10, text_w + sample + 20,
-                       row * static_cast<int>(panel.series.size()) + 10);
+    const int box_x = panel.legend_outside ? plot.x + plot.width + 15 : plot.x + plot.width - text_w - sample - 30;
+    const cv::Rect box(box_x, panel.legend_outside ? plot.y : plot.y + 10, text_w + sample + 20,
+                       row * static_cast<int>(rows.size()) + 10);
     cv::rectangle(m, box, cv::Scalar(255, 255, 255), -1);
     cv::rectangle(m, box, kGrid, 1);
-    for (std::size_t i = 0; i < panel.series.size(); ++i) {
-      const auto& se = panel.series[i];
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Series& se = *rows[i];
       const int y = box.y + 5 + row * static_cast<int>(i) + row / 2;
       const std::vector<cv::Point2d> line{{box.x + 8.0, double(y)}, {box.x + 8.0 + sample, double(y)}};
-      if (se.dotted) dotted_line(m, line, se.color, th + 1);
-      else cv::line(m, {box.x + 8, y}, {box.x + 8 + sample, y}, se.color, th + 1, cv::LINE_AA);
+      if (se.dotted) dotted_line(m, line, se.color, th + se.width);
+      else cv::line(m, {box.x + 8, y}, {box.x + 8 + sample, y}, se.color, th + se.width, cv::LINE_AA);
       if (se.markers) cv::circle(m, {box.x + 8 + sample / 2, y}, th + 3, se.color, -1, cv::LINE_AA);
       text_at(m, se.label, {box.x + 14 + sample, y}, 0.5 * s, th, 0.0, 0.5);
     }

@@ -19,13 +19,19 @@ struct Series {
   std::string label;
   bool markers = false;  ///< a dot at every point
   bool dotted = false;   ///< a dotted line (else solid)
+  int width = 1;         ///< extra line width (the "all classes" curve is thicker)
 };
 
 struct Panel {
   std::string title, xlabel, ylabel;
   std::vector<Series> series;
-  bool legend = false;
+  bool legend = false;          ///< in the upper right of the plot
+  bool legend_outside = false;  ///< right of the plot, its upper edge level with the plot's
+  bool fixed_unit_range = false;  ///< x and y from 0 to 1 (curves of rates)
 };
+
+/// matplotlib's default colour cycle (tab10), as B, G, R.
+cv::Scalar cycle_color(std::size_t i);
 
 /// "Nice" tick values (steps of 1, 2, 2.5 or 5 x 10^k) covering [lo, hi], about `count` of them.
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);

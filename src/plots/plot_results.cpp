@@ -79,8 +79,8 @@ data::Image plot_results(const std::string& results_csv) {
     const std::vector<double>& y = column(panels[i]);
     detail::Panel panel;
     panel.title = panels[i];
-    panel.series.push_back({epochs, y, detail::kBlue, "results", true, false});
-    panel.series.push_back({epochs, gaussian_filter1d(y, 3), detail::kOrange, "smooth", false, true});
+    panel.series.push_back({epochs, y, detail::kBlue, "results", true, false, 1});
+    panel.series.push_back({epochs, gaussian_filter1d(y, 3), detail::kOrange, "smooth", false, true, 1});
     panel.legend = i == 1;  // Ultralytics: ax[1].legend()
     const cv::Rect area((i % cols) * width / cols, (i / cols) * height / rows, width / cols, height / rows);
     detail::draw_panel(canvas, area, panel);

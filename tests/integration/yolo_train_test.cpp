@@ -97,6 +97,10 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
     CHECK(image.width == side);
     CHECK(image.height == side);
   }
+  for (const char* file : {"PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png"}) {
+    CAPTURE(file);
+    CHECK(yolotrain::data::decode_image(dir / file).width == 2250);
+  }
   const auto results = yolotrain::data::decode_image(dir / "results.png");  // redrawn after each epoch
   CHECK(results.width == 2400);
   CHECK(results.height == 1200);

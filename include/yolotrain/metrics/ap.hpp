@@ -45,6 +45,7 @@ struct ApResult {
   at::Tensor r_curve;        ///< [C, 1000] recall against confidence x
   at::Tensor f1_curve;       ///< [C, 1000]
   at::Tensor x;              ///< [1000] confidences linspace(0, 1, 1000)
+  at::Tensor prec_values;    ///< [C, 1000] precision at recall x (IoU 0.5; the PR curve)
 };
 
 /// Ultralytics' ap_per_class in float64: tp [N, T] (bool or 0/1), conf [N], pred_cls [N],

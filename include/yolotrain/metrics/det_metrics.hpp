@@ -25,6 +25,10 @@ struct DetMetrics {
   std::vector<double> ap50;     ///< per-class AP50
   std::vector<double> ap;       ///< per-class AP50-95
   at::Tensor all_ap;            ///< [C, 10] float64 (empty when no TP at all)
+  /// The curves of the plots (Ultralytics' curves_results), per class in ap_class_index order,
+  /// against px = linspace(0, 1, 1000): precision at recall px (PR curve), and F1, precision and
+  /// recall at confidence px. Undefined when no TP at all.
+  at::Tensor px, prec_values, f1_curve, p_curve, r_curve;
 
   /// AP50-95 per class id 0..nc-1; classes without ground truth get `map` (Ultralytics' maps).
   std::vector<double> maps(int64_t nc) const;
