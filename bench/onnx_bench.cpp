@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
+#include "bench_args.hpp"
 #include "onnxruntime_runner.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/export/onnx_export.hpp"
@@ -45,15 +46,7 @@ yolotrain::nn::DetectionModel load(const std::string& model) {
 int main(int argc, char** argv) {
   yolotrain::engine::prefer_avx512_kernels();
   std::map<std::string, std::string> a = {{"model", "yolov8n.yaml"}, {"imgsz", "640"}, {"threads", "2"}, {"runs", "20"}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    const auto eq = s.find('=');
-    if (eq == std::string::npos || !a.count(s.substr(0, eq))) {
-      std::fprintf(stderr, "onnx_bench: unknown argument '%s'\n", argv[i]);
-      return 2;
-    }
-    a[s.substr(0, eq)] = s.substr(eq + 1);
-  }
+  if (!yolotrain::bench::parse_args("onnx_bench", argc, argv, a)) return 2;
   const int threads = std::stoi(a["threads"]), runs = std::stoi(a["runs"]);
   const std::int64_t imgsz = std::stoll(a["imgsz"]);
   at::set_num_threads(threads);

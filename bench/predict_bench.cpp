@@ -5,6 +5,7 @@
 // yolov8n.pt has); the default is the shared Ultralytics best.pt (nc 3). Prints figures only.
 #include <ATen/Parallel.h>
 
+#include "bench_args.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/nn/weights.hpp"
@@ -25,15 +26,7 @@ int main(int argc, char** argv) {
       {"model", std::string(YOLOTRAIN_SHARED_DIR) + "/weights/ultralytics/bccd_yolov8n/best.pt"},
       {"source", std::string(YOLOTRAIN_SHARED_DIR) + "/datasets/coco128/images/train"},
       {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    const auto eq = s.find('=');
-    if (eq == std::string::npos || !a.count(s.substr(0, eq))) {
-      std::fprintf(stderr, "predict_bench: unknown argument '%s'\n", argv[i]);
-      return 2;
-    }
-    a[s.substr(0, eq)] = s.substr(eq + 1);
-  }
+  if (!yolotrain::bench::parse_args("predict_bench", argc, argv, a)) return 2;
   at::set_num_threads(std::stoi(a["threads"]));
   fs::path weights = a["model"];
   if (weights.extension() == ".yaml") {  // a fresh model, written once to a temporary file

@@ -747,9 +747,8 @@ void Trainer::Run::publish_progress() {
 
 std::optional<ValidationReport> Trainer::Run::validation_pass() {
   const auto t0 = Clock::now();
-  ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format,
-                      cfg.iou, cfg.max_det, cfg.single_cls, &token};
-  if (plot_validation) pass.plots = plot_writer.get(), pass.plot_dir = run_dir;
+  ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format, cfg.iou, cfg.max_det,
+                      cfg.single_cls, &token, plot_validation ? plot_writer.get() : nullptr, run_dir};
   std::optional<ValidationReport> report = run_validation(pass);
   result.timings.validation_s += seconds_since(t0);
   return report;
@@ -806,8 +805,8 @@ void Trainer::Run::final_eval() {
   plot_validation = false;
   if (!report) return;
   say(report->table(cfg.verbose));
-  if (cfg.plots && report->confusion) write_confusion_matrix(*report);
   if (plot_writer) {
+    if (report->confusion) write_confusion_matrix(*report);
     const metrics::DetMetrics metrics = report->metrics;
     const std::vector<std::string> names = report->names;
     plot_writer->submit(run_dir / "PR_curve.png", [=] { return plots::plot_pr_curve(metrics, names); });

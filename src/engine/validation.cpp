@@ -191,7 +191,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.token = token;
   data::Loader loader(set, opts);
   loss::DetectionLoss criterion(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
-  ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token};
+  ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token, nullptr, {}};
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
   return *report;

@@ -6,10 +6,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
-#include <sys/stat.h>
-
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 
 #include "onnx_graph.hpp"
@@ -75,17 +72,6 @@ void add_metadata(onnx::ModelProto& proto, const std::vector<std::pair<std::stri
     p->set_key(key);
     p->set_value(value);
   }
-}
-
-// The file's modification time (UTC, ISO 8601), for weights that record no date.
-std::string file_date(const fs::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
-  std::tm tm{};
-  gmtime_r(&st.st_mtime, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return buf;
 }
 
 std::string pretty_name(const std::string& model_yaml) {
@@ -206,7 +192,7 @@ OnnxExportReport export_onnx(const fs::path& weights, const fs::path& out, OnnxE
   }
   OnnxMetadata metadata;
   metadata.description = "yolotrain " + pretty_name(w.model_yaml) + " model";
-  metadata.date = w.date.empty() ? file_date(weights) : w.date;
+  metadata.date = w.date;
   metadata.names = w.names;
   const std::string bytes = onnx_model(*model, options, metadata);
   lifecycle::atomic_write(out, bytes);

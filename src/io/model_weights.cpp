@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -38,7 +40,8 @@ std::string model_of_config(const std::string& config_yaml) {
   return "";
 }
 
-// Seconds since the epoch as ISO 8601 in UTC with microseconds (the form of Python's isoformat()).
+// Seconds since the epoch as ISO 8601 in UTC, as Python's isoformat() writes it (microseconds
+// only when there are any).
 std::string iso_date(double seconds) {
   if (!(seconds > 0)) return "";
   const auto whole = static_cast<std::time_t>(seconds);
@@ -47,9 +50,17 @@ std::string iso_date(double seconds) {
   char buf[64];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   const auto micros = static_cast<long>((seconds - static_cast<double>(whole)) * 1e6);
+  if (micros <= 0) return buf;
   char frac[32];
   std::snprintf(frac, sizeof frac, ".%06ld", std::min(micros, 999999L));
   return std::string(buf) + frac;
+}
+
+// The file's modification time (whole seconds), for weights that record no date.
+std::string file_date(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return iso_date(static_cast<double>(st.st_mtime));
 }
 
 ModelWeights from_checkpoint(const fs::path& path) {
@@ -158,6 +169,7 @@ ModelWeights read_model_weights(const fs::path& path) {
   w.nc = nc_from_weights(w.tensors, path.string());
   if (w.model_yaml.empty()) w.model_yaml = "yolov8" + scale_from_weights(w.tensors, path.string()) + ".yaml";
   if (static_cast<std::int64_t>(w.names.size()) != w.nc) w.names = numbered(w.nc);
+  if (w.date.empty()) w.date = file_date(path);
   return w;
 }
 

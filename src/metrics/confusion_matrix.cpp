@@ -54,17 +54,17 @@ ConfusionMatrix::ConfusionMatrix(std::int64_t nc, double conf, double iou_thres)
   counts_.assign(static_cast<std::size_t>((nc + 1) * (nc + 1)), 0.0);
 }
 
-double& ConfusionMatrix::cell(std::int64_t predicted, std::int64_t truth) {
+std::size_t ConfusionMatrix::index(std::int64_t predicted, std::int64_t truth) const {
   if (predicted < 0 || predicted > nc_ || truth < 0 || truth > nc_) {
     throw Error("ConfusionMatrix: class " + std::to_string(std::max(predicted, truth)) + " outside 0.." +
                 std::to_string(nc_ - 1));
   }
-  return counts_[static_cast<std::size_t>(predicted * (nc_ + 1) + truth)];
+  return static_cast<std::size_t>(predicted * (nc_ + 1) + truth);
 }
 
-double ConfusionMatrix::at(std::int64_t predicted, std::int64_t truth) const {
-  return const_cast<ConfusionMatrix*>(this)->cell(predicted, truth);
-}
+double& ConfusionMatrix::cell(std::int64_t predicted, std::int64_t truth) { return counts_[index(predicted, truth)]; }
+
+double ConfusionMatrix::at(std::int64_t predicted, std::int64_t truth) const { return counts_[index(predicted, truth)]; }
 
 void ConfusionMatrix::process_batch(const at::Tensor& detections, const at::Tensor& gt_bboxes,
                                     const at::Tensor& gt_cls) {

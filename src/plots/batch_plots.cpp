@@ -18,10 +18,10 @@ ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names
   return p;
 }
 
-// Ultralytics' output_to_target: one row per detection (image index, class, xywh, conf).
-ImagesPlot predictions_of(const data::Batch& b, const std::vector<at::Tensor>& preds,
-                          const std::vector<std::string>& names, std::int64_t max_det) {
-  ImagesPlot p = labels_of(b, names);
+// Ultralytics' output_to_target: one row per detection (image index, class, xywh, conf), drawn on
+// the images of `labels` (their tensor is shared, not copied again).
+ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor>& preds, std::int64_t max_det) {
+  ImagesPlot p = labels;
   std::vector<at::Tensor> idx, cls, boxes, confs;
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const at::Tensor d = preds[i].detach().to(at::kCPU, at::kFloat).slice(0, 0, max_det);
@@ -51,7 +51,7 @@ void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const s
                            const std::vector<std::string>& names, const std::filesystem::path& dir, std::int64_t max_det) {
   const std::string stem = "val_batch" + std::to_string(batch.index);
   ImagesPlot labels = labels_of(batch, names);
-  ImagesPlot predictions = predictions_of(batch, preds, names, max_det);
+  ImagesPlot predictions = predictions_of(labels, preds, max_det);
   writer.submit(dir / (stem + "_labels.jpg"), [p = std::move(labels)] { return plot_images(p); });
   writer.submit(dir / (stem + "_pred.jpg"), [p = std::move(predictions)] { return plot_images(p); });
 }

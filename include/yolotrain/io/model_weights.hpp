@@ -20,7 +20,7 @@ struct ModelWeights {
   std::vector<std::string> names;   ///< class names; "0", "1", ... where the file records none
   std::string format;               ///< "ytckpt", "safetensors" or "pt"
   std::string description;          ///< for messages ("Ultralytics 8.2.82 checkpoint (ema)", ...)
-  std::string date;                 ///< when the weights were written (ISO 8601), where the file records it
+  std::string date;                 ///< when the weights were written (ISO 8601): the file's record, else its mtime
 };
 
 /// Reads the weights of a YOLOv8 detection model from

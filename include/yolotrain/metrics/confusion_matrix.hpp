@@ -2,6 +2,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -43,6 +44,7 @@ class ConfusionMatrix {
   std::int64_t nc_;
   double conf_, iou_thres_;
   std::vector<double> counts_;
+  std::size_t index(std::int64_t predicted, std::int64_t truth) const;  // bounds-checked
   double& cell(std::int64_t predicted, std::int64_t truth);
 };
 

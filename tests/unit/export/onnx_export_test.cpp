@@ -57,7 +57,7 @@ TEST_CASE("ONNX Runtime runs the exported graph as libtorch runs the model: raw 
   const auto coco_images = images_of("coco8", 2);
   const auto bccd_images = images_of("bccd", 2);
   std::size_t compared_boxes = 0;
-  for (const std::string& name : {"nc80", "bccd"}) {
+  for (const std::string name : {"nc80", "bccd"}) {
     for (std::int64_t imgsz : {640, 320}) {
       for (int opset : {12, 17}) {
         for (bool dynamic : {false, true}) {
