@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job, from a fresh machine: installs the dependencies, builds, and trains a YOLOv8n on the
-# built-in synthetic "shapes" dataset (written on first use to runs/detect/.shapes). Ctrl+C stops
+# built-in synthetic "shapes" dataset (written on first use to runs/detect/.shapes-v2). Ctrl+C stops
 # with a checkpoint (exit 130); running this script again resumes exactly where it stopped. Ctrl+Z
 # pauses (fg resumes). Arguments replace the defaults below (yolo_train key=value ...).
 set -euo pipefail

@@ -78,6 +78,8 @@ int run_val(const std::vector<std::string>& args) {
   std::cout << r.table(config.verbose);
   std::printf("Speed: %.1f ms per image (%lld images in %.2f s)\n", r.images ? 1000.0 * r.seconds / double(r.images) : 0.0,
               static_cast<long long>(r.images), r.seconds);
+  for (const auto& w : r.plot_warnings) std::cout << "WARNING plot " << w << "\n";
+  if (!r.save_dir.empty()) std::cout << "Results saved to " << r.save_dir.string() << std::endl;
   return 0;
 }
 

@@ -1,10 +1,13 @@
-// The synthetic "shapes" dataset: coloured shapes on textured backgrounds, a function of the seed.
+// The synthetic "shapes" dataset: vivid shapes, apart, on plain gradients; a function of the seed.
 #include "yolotrain/data/synthetic.hpp"
 
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <vector>
 
 #include "opencv_view.hpp"
 #include "yolotrain/data/image.hpp"
@@ -19,28 +22,36 @@ namespace {
 const char* const kNames[] = {"rectangle", "ellipse", "triangle", "cross"};
 constexpr int kClasses = 4;
 
-cv::Scalar random_colour(Rng& rng) {
-  return cv::Scalar(double(rng.below(256)), double(rng.below(256)), double(rng.below(256)));
+/// A muted colour for the background: grey with a faint tint.
+cv::Scalar muted_colour(Rng& rng) {
+  const double grey = rng.uniform(60, 200);
+  return cv::Scalar(grey + rng.uniform(-20, 20), grey + rng.uniform(-20, 20), grey + rng.uniform(-20, 20));
 }
 
-/// A gradient plus stripes plus per-pixel noise.
-void draw_background(Image& image, Rng& rng) {
-  const cv::Scalar a = random_colour(rng), b = random_colour(rng);
-  const int n = image.width;
-  for (int y = 0; y < image.height; ++y)
-    for (int x = 0; x < n; ++x) {
-      const double t = (double(x) + y) / (n + image.height);
-      std::uint8_t* p = image.pixel(y, x);
-      for (int c = 0; c < 3; ++c) p[c] = static_cast<std::uint8_t>(a[c] * (1 - t) + b[c] * t);
-    }
-  cv::Mat m = detail::view(image);
-  const int lines = 4 + static_cast<int>(rng.below(12));
-  for (int i = 0; i < lines; ++i) {
-    const cv::Point p1(int(rng.below(n)), int(rng.below(image.height)));
-    const cv::Point p2(int(rng.below(n)), int(rng.below(image.height)));
-    cv::line(m, p1, p2, random_colour(rng), 1 + int(rng.below(3)), cv::LINE_AA);
+/// A vivid colour for a shape: a random hue at high saturation and value (HSV to RGB).
+cv::Scalar vivid_colour(Rng& rng) {
+  const double h = rng.uniform(0, 6), s = rng.uniform(0.65, 1.0), v = rng.uniform(180, 255);
+  const double f = h - std::floor(h), p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+  switch (static_cast<int>(h)) {
+    case 0: return cv::Scalar(v, t, p);
+    case 1: return cv::Scalar(q, v, p);
+    case 2: return cv::Scalar(p, v, t);
+    case 3: return cv::Scalar(p, q, v);
+    case 4: return cv::Scalar(t, p, v);
+    default: return cv::Scalar(v, p, q);
   }
-  for (auto& v : image.pixels) v = static_cast<std::uint8_t>(std::clamp<int>(v + int(rng.below(21)) - 10, 0, 255));
+}
+
+/// A gentle gradient between two muted colours, with light per-pixel noise.
+void draw_background(Image& image, Rng& rng) {
+  const cv::Scalar a = muted_colour(rng), b = muted_colour(rng);
+  for (int y = 0; y < image.height; ++y)
+    for (int x = 0; x < image.width; ++x) {
+      const double t = (double(x) + y) / (image.width + image.height);
+      std::uint8_t* p = image.pixel(y, x);
+      for (int c = 0; c < 3; ++c) p[c] = static_cast<std::uint8_t>(std::clamp(a[c] * (1 - t) + b[c] * t, 0.0, 255.0));
+    }
+  for (auto& v : image.pixels) v = static_cast<std::uint8_t>(std::clamp<int>(v + int(rng.below(13)) - 6, 0, 255));
 }
 
 /// Draws one shape of class `cls` inside `box` (may reach past the image edge).
@@ -63,22 +74,35 @@ void draw_shape(cv::Mat& m, int cls, const cv::Rect& box, const cv::Scalar& colo
   }
 }
 
+/// A box of 18-45 % of the side in each direction, inside the image and clear of `taken` (a few
+/// tries; an empty rectangle when none fits).
+cv::Rect place_box(int side, const std::vector<cv::Rect>& taken, Rng& rng) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    const int w = static_cast<int>(side * rng.uniform(0.18, 0.45)), h = static_cast<int>(side * rng.uniform(0.18, 0.45));
+    const cv::Rect box(static_cast<int>(rng.uniform(0, side - w)), static_cast<int>(rng.uniform(0, side - h)), w, h);
+    const cv::Rect margin(box.x - 2, box.y - 2, box.width + 4, box.height + 4);
+    if (std::none_of(taken.begin(), taken.end(), [&](const cv::Rect& t) { return (t & margin).area() > 0; })) return box;
+  }
+  return {};
+}
+
 std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
   const int s = o.imgsz;
   Image image(s, s);
   draw_background(image, rng);
   cv::Mat m = detail::view(image);
   std::string labels;
-  const int n = 1 + static_cast<int>(rng.below(6));
+  std::vector<cv::Rect> taken;
+  const int n = 1 + static_cast<int>(rng.below(4));
   for (int i = 0; i < n; ++i) {
     const int cls = static_cast<int>(rng.below(kClasses));
-    const int w = static_cast<int>(s * rng.uniform(0.08, 0.5)), h = static_cast<int>(s * rng.uniform(0.08, 0.5));
-    const int x = static_cast<int>(rng.uniform(-0.1 * w, s - 0.9 * w)), y = static_cast<int>(rng.uniform(-0.1 * h, s - 0.9 * h));
-    draw_shape(m, cls, cv::Rect(x, y, w, h), random_colour(rng));
-    const cv::Rect vis = cv::Rect(x, y, w, h) & cv::Rect(0, 0, s, s);
+    const cv::Rect box = place_box(s, taken, rng);
+    if (box.empty()) continue;
+    taken.push_back(box);
+    draw_shape(m, cls, box, vivid_colour(rng));
     char line[96];
-    std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, (vis.x + vis.width / 2.0) / s,
-                  (vis.y + vis.height / 2.0) / s, double(vis.width) / s, double(vis.height) / s);
+    std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, (box.x + box.width / 2.0) / s,
+                  (box.y + box.height / 2.0) / s, double(box.width) / s, double(box.height) / s);
     labels += line;
   }
   write_bytes(jpg, encode_jpeg(image, o.quality));

@@ -41,7 +41,6 @@
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/batch_plots.hpp"
-#include "yolotrain/plots/plot_curves.hpp"
 #include "yolotrain/plots/plot_results.hpp"
 
 namespace yolotrain::engine {
@@ -168,7 +167,6 @@ struct Trainer::Run {
   bool plot_validation = false;  // the final validation draws val_batch*.jpg
   void finish_plots();
   void final_eval();
-  void write_confusion_matrix(const ValidationReport& report);
   void report_saved();
   void schedule(std::int64_t ni);
   void optimizer_step();
@@ -772,16 +770,6 @@ bool Trainer::Run::validate(EpochMetrics& m) {
   return true;
 }
 
-// The final validation's confusion matrix as numbers (counts; the normalized plot divides each
-// column by its sum). A failure is a warning: it never fails the run.
-void Trainer::Run::write_confusion_matrix(const ValidationReport& report) {
-  try {
-    lc::atomic_write(run_dir / "confusion_matrix.csv", report.confusion->to_csv(report.names));
-  } catch (const std::exception& e) {
-    say(std::string("WARNING confusion_matrix.csv not written: ") + e.what());
-  }
-}
-
 // Waits for the queued pictures and says which could not be written (never failing the run).
 void Trainer::Run::finish_plots() {
   if (!plot_writer) return;
@@ -805,15 +793,7 @@ void Trainer::Run::final_eval() {
   plot_validation = false;
   if (!report) return;
   say(report->table(cfg.verbose));
-  if (plot_writer) {
-    if (report->confusion) write_confusion_matrix(*report);
-    const metrics::DetMetrics metrics = report->metrics;
-    const std::vector<std::string> names = report->names;
-    plot_writer->submit(run_dir / "PR_curve.png", [=] { return plots::plot_pr_curve(metrics, names); });
-    for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
-      plot_writer->submit(run_dir / plots::curve_file(which), [=] { return plots::plot_mc_curve(metrics, names, which); });
-    }
-  }
+  if (plot_writer) plot_validation_results(*plot_writer, *report, run_dir);
   EpochMetrics m = last_metrics.value_or(EpochMetrics{});
   m.epoch = best_epoch + 1;
   fill_validation(m, *report);
@@ -879,6 +859,10 @@ RunResult Trainer::Run::run() {
   if (ranks.leader()) log_file.open(run_dir / "train.log", std::ios::app);
   load_data();
   build();
+  if (plot_writer) {
+    say("Plotting labels to " + (run_dir / "labels.jpg").string() + "... ");
+    plots::plot_training_labels(*plot_writer, train_set, run_dir);
+  }
   status = std::make_unique<lc::RunStatus>(
       ranks.leader() ? run_dir / "status.json" : fs::path(),
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "yolotrain/data/data_config.hpp"
@@ -17,6 +18,8 @@
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/batch_plots.hpp"
+#include "yolotrain/plots/plot_confusion.hpp"
+#include "yolotrain/plots/plot_curves.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -138,6 +141,24 @@ void take_ultralytics_args(const std::string& path, TrainConfig& cfg) {
 
 }  // namespace
 
+void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& report, const fs::path& dir) {
+  if (report.confusion) {
+    const metrics::ConfusionMatrix cm = *report.confusion;
+    const std::vector<std::string> names = report.names;
+    writer.submit_text(dir / "confusion_matrix.csv", cm.to_csv(names));
+    for (const bool normalize : {true, false}) {  // Ultralytics' order
+      writer.submit(dir / plots::confusion_matrix_file(normalize),
+                    [=] { return plots::plot_confusion_matrix(cm, names, normalize); });
+    }
+  }
+  const metrics::DetMetrics metrics = report.metrics;
+  const std::vector<std::string> names = report.names;
+  writer.submit(dir / "PR_curve.png", [=] { return plots::plot_pr_curve(metrics, names); });
+  for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
+    writer.submit(dir / plots::curve_file(which), [=] { return plots::plot_mc_curve(metrics, names, which); });
+  }
+}
+
 TrainConfig val_config(const std::vector<std::string>& args) {
   TrainConfig cfg;
   for (const auto& a : args) {
@@ -153,6 +174,8 @@ TrainConfig val_config(const std::vector<std::string>& args) {
       }
     }
   }
+  cfg.name = "val";  // not the training run's folder
+  cfg.exist_ok = false;
   for (const auto& a : args) {
     const auto eq = a.find('=');
     if (eq == std::string::npos) throw ConfigError("'" + a + "': arguments are key=value (see yolo_train --help)");
@@ -191,9 +214,18 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.token = token;
   data::Loader loader(set, opts);
   loss::DetectionLoss criterion(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
-  ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token, nullptr, {}};
+  std::unique_ptr<plots::PlotWriter> writer;
+  const fs::path save_dir = cfg.plots ? make_run_dir(cfg.project, cfg.name, cfg.exist_ok, "") : fs::path();
+  if (cfg.plots) writer = std::make_unique<plots::PlotWriter>();
+  ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token, writer.get(), save_dir};
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
+  if (writer) {
+    plot_validation_results(*writer, *report, save_dir);
+    writer->wait();
+    report->plot_warnings = writer->take_warnings();
+    report->save_dir = save_dir;
+  }
   return *report;
 }
 

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/plots/plot_images.hpp"
+#include "yolotrain/plots/plot_labels.hpp"
 
 namespace yolotrain::plots {
 namespace {
@@ -40,6 +41,12 @@ ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor
 }
 
 }  // namespace
+
+void plot_training_labels(PlotWriter& writer, const data::Dataset& set, const std::filesystem::path& dir) {
+  std::vector<data::Box> boxes;
+  for (const auto& r : set.records) boxes.insert(boxes.end(), r.boxes.begin(), r.boxes.end());
+  writer.submit(dir / "labels.jpg", [boxes = std::move(boxes), names = set.names] { return plot_labels(boxes, names); });
+}
 
 void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
                          const std::filesystem::path& dir) {

@@ -12,25 +12,8 @@ namespace yolotrain::plots::detail {
 namespace {
 
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
-const cv::Scalar kText(40, 40, 40), kFrame(60, 60, 60), kGrid(225, 225, 225);
+const cv::Scalar kFrame(60, 60, 60), kGrid(225, 225, 225);
 
-std::string tick_text(double v, double step) {
-  char buf[32];
-  int decimals = 0;  // as many as the step needs (0.0025 -> 4)
-  while (decimals < 8 && std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6) {
-    ++decimals;
-  }
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < step * 1e-6 ? 0.0 : v);
-  return buf;
-}
-
-void text_at(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
-             double align_y) {
-  int base = 0;
-  const cv::Size t = cv::getTextSize(s, kFont, scale, thickness, &base);
-  const cv::Point at(anchor.x - static_cast<int>(align_x * t.width), anchor.y + static_cast<int>((1 - align_y) * t.height));
-  cv::putText(m, s, at, kFont, scale, kText, thickness, cv::LINE_AA);
-}
 
 // A dotted polyline: short dashes every few pixels along the path.
 void dotted_line(cv::Mat& m, const std::vector<cv::Point2d>& pts, const cv::Scalar& color, int thickness) {
@@ -65,6 +48,39 @@ std::pair<double, double> padded_range(double lo, double hi) {
 
 }  // namespace
 
+std::string tick_text(double v, double step) {
+  char buf[32];
+  int decimals = 0;  // as many as the step needs (0.0025 -> 4)
+  while (decimals < 8 && std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6) {
+    ++decimals;
+  }
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < step * 1e-6 ? 0.0 : v);
+  return buf;
+}
+
+void put_text(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
+              double align_y, const cv::Scalar& color) {
+  int base = 0;
+  const cv::Size t = cv::getTextSize(s, kFont, scale, thickness, &base);
+  const cv::Point at(anchor.x - static_cast<int>(align_x * t.width), anchor.y + static_cast<int>((1 - align_y) * t.height));
+  cv::putText(m, s, at, kFont, scale, color, thickness, cv::LINE_AA);
+}
+
+void put_text_vertical(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
+                       double align_y) {
+  int base = 0;
+  const cv::Size t = cv::getTextSize(s, kFont, scale, thickness, &base);
+  cv::Mat strip(t.height + base + 2, t.width + 2, CV_8UC3, cv::Scalar(255, 255, 255));
+  cv::putText(strip, s, cv::Point(1, t.height + 1), kFont, scale, kText, thickness, cv::LINE_AA);
+  cv::rotate(strip, strip, cv::ROTATE_90_COUNTERCLOCKWISE);  // reads upwards
+  const cv::Rect at(anchor.x - static_cast<int>(align_x * strip.cols), anchor.y - static_cast<int>(align_y * strip.rows),
+                    strip.cols, strip.rows);
+  const cv::Rect inside = at & cv::Rect(0, 0, m.cols, m.rows);
+  if (inside.empty()) return;
+  cv::Mat dst = m(inside);
+  cv::min(dst, strip(cv::Rect(inside.x - at.x, inside.y - at.y, inside.width, inside.height)), dst);  // dark text over
+}
+
 cv::Scalar cycle_color(std::size_t i) {
   static const int rgb[10][3] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},   {148, 103, 189},
                                  {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
@@ -91,10 +107,36 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
   return ticks;
 }
 
+cv::Point2d Axes::at(double x, double y) const {
+  return cv::Point2d(plot.x + (x - xmin) / (xmax - xmin) * plot.width, plot.y + plot.height - (y - ymin) / (ymax - ymin) * plot.height);
+}
+
+int line_thickness(double scale) { return std::max(1, static_cast<int>(std::round(scale * 1.5))); }
+
+void draw_ticks(cv::Mat& m, const Axes& axes, double s, bool grid, bool frame, bool xticks) {
+  const int th = line_thickness(s);
+  const cv::Rect& plot = axes.plot;
+  const auto xt = nice_ticks(axes.xmin, axes.xmax, 5), yt = nice_ticks(axes.ymin, axes.ymax, 5);
+  const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 1, ystep = yt.size() > 1 ? yt[1] - yt[0] : 1;
+  for (double v : yt) {
+    const int y = cvRound(axes.at(axes.xmin, v).y);
+    if (grid) cv::line(m, {plot.x, y}, {plot.x + plot.width, y}, kGrid, 1);
+    cv::line(m, {plot.x - 6, y}, {plot.x, y}, kFrame, th);
+    put_text(m, tick_text(v, ystep), {plot.x - 10, y}, 0.5 * s, th, 1.0, 0.5);
+  }
+  for (double v : xt) {
+    if (!xticks) break;
+    const int x = cvRound(axes.at(v, axes.ymin).x);
+    cv::line(m, {x, plot.y + plot.height}, {x, plot.y + plot.height + 6}, kFrame, th);
+    put_text(m, tick_text(v, xstep), {x, plot.y + plot.height + 12}, 0.5 * s, th, 0.5, 0.0);
+  }
+  if (frame) cv::rectangle(m, plot, kFrame, th);
+}
+
 void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   cv::Mat m = canvas(area);
   const double s = std::min(area.width, area.height) / 600.0 + 0.3;  // text scale for the panel's size
-  const int th = std::max(1, static_cast<int>(std::round(s * 1.5)));
+  const int th = line_thickness(s);
   const int left = static_cast<int>(area.width * (panel.legend_outside ? 0.08 : 0.18));
   const int right = static_cast<int>(area.width * (panel.legend_outside ? 0.38 : 0.05));
   const int top = static_cast<int>(area.height * 0.12), bottom = static_cast<int>(area.height * 0.14);
@@ -112,23 +154,9 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
   std::tie(xmin, xmax) = padded_range(xmin, xmax);
   std::tie(ymin, ymax) = padded_range(ymin, ymax);
   if (panel.fixed_unit_range) xmin = ymin = 0, xmax = ymax = 1;
-  auto px = [&](double x, double y) {
-    return cv::Point2d(plot.x + (x - xmin) / (xmax - xmin) * plot.width, plot.y + plot.height - (y - ymin) / (ymax - ymin) * plot.height);
-  };
-
-  const auto xt = nice_ticks(xmin, xmax, 5), yt = nice_ticks(ymin, ymax, 5);
-  const double xstep = xt.size() > 1 ? xt[1] - xt[0] : 1, ystep = yt.size() > 1 ? yt[1] - yt[0] : 1;
-  for (double v : yt) {
-    const int y = cvRound(px(xmin, v).y);
-    cv::line(m, {plot.x, y}, {plot.x + plot.width, y}, kGrid, 1);
-    cv::line(m, {plot.x - 6, y}, {plot.x, y}, kFrame, th);
-    text_at(m, tick_text(v, ystep), {plot.x - 10, y}, 0.5 * s, th, 1.0, 0.5);
-  }
-  for (double v : xt) {
-    const int x = cvRound(px(v, ymin).x);
-    cv::line(m, {x, plot.y + plot.height}, {x, plot.y + plot.height + 6}, kFrame, th);
-    text_at(m, tick_text(v, xstep), {x, plot.y + plot.height + 12}, 0.5 * s, th, 0.5, 0.0);
-  }
+  const Axes axes{plot, xmin, xmax, ymin, ymax};
+  const auto px = [&](double x, double y) { return axes.at(x, y); };
+  draw_ticks(m, axes, s, true, false);  // the frame goes over the series, below
   for (const auto& se : panel.series) {
     std::vector<cv::Point2d> pts;
     for (std::size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
@@ -146,12 +174,12 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
     }
   }
   cv::rectangle(m, plot, kFrame, th);
-  text_at(m, panel.title, {area.width / 2, top / 2}, 0.65 * s, th + 1, 0.5, 0.5);
+  put_text(m, panel.title, {area.width / 2, top / 2}, 0.65 * s, th + 1, 0.5, 0.5);
   const int gap = static_cast<int>(45 * s);  // the axis labels sit clear of the tick values
   if (!panel.xlabel.empty()) {
-    text_at(m, panel.xlabel, {plot.x + plot.width / 2, plot.y + plot.height + gap * 3 / 2}, 0.55 * s, th, 0.5, 1.0);
+    put_text(m, panel.xlabel, {plot.x + plot.width / 2, plot.y + plot.height + gap * 3 / 2}, 0.55 * s, th, 0.5, 1.0);
   }
-  if (!panel.ylabel.empty()) text_at(m, panel.ylabel, {4, plot.y - gap / 2}, 0.55 * s, th, 0.0, 1.0);
+  if (!panel.ylabel.empty()) put_text(m, panel.ylabel, {4, plot.y - gap / 2}, 0.55 * s, th, 0.0, 1.0);
   if (panel.legend || panel.legend_outside) {
     std::vector<const Series*> rows;  // the labelled series
     for (const auto& se : panel.series) {
@@ -173,7 +201,7 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
       if (se.dotted) dotted_line(m, line, se.color, th + se.width);
       else cv::line(m, {box.x + 8, y}, {box.x + 8 + sample, y}, se.color, th + se.width, cv::LINE_AA);
       if (se.markers) cv::circle(m, {box.x + 8 + sample / 2, y}, th + 3, se.color, -1, cv::LINE_AA);
-      text_at(m, se.label, {box.x + 14 + sample, y}, 0.5 * s, th, 0.0, 0.5);
+      put_text(m, se.label, {box.x + 14 + sample, y}, 0.5 * s, th, 0.0, 0.5);
     }
   }
 }

@@ -12,6 +12,8 @@ namespace yolotrain::plots::detail {
 
 /// matplotlib's first two default colours (tab:blue, tab:orange), as B, G, R.
 inline const cv::Scalar kBlue(180, 119, 31), kOrange(14, 127, 255);
+/// The charts' text colour (dark grey).
+inline const cv::Scalar kText(40, 40, 40);
 
 struct Series {
   std::vector<double> x, y;
@@ -35,6 +37,32 @@ cv::Scalar cycle_color(std::size_t i);
 
 /// "Nice" tick values (steps of 1, 2, 2.5 or 5 x 10^k) covering [lo, hi], about `count` of them.
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);
+
+/// A tick's value written with as many decimals as the ticks' `step` needs (0.25 -> "0.75").
+std::string tick_text(double v, double step);
+
+/// A plot area of a canvas and the data ranges it shows.
+struct Axes {
+  cv::Rect plot;
+  double xmin = 0, xmax = 1, ymin = 0, ymax = 1;
+  /// The canvas point of data (x, y).
+  cv::Point2d at(double x, double y) const;
+};
+
+/// The line thickness of a chart whose text scale is `scale`.
+int line_thickness(double scale);
+
+/// Ticks with their values left of and below `axes.plot` (none below without `xticks`), light
+/// grid lines across it with `grid`, and its frame with `frame`; `scale` is the text scale.
+void draw_ticks(cv::Mat& m, const Axes& axes, double scale, bool grid, bool frame, bool xticks = true);
+
+/// Text in the charts' font and colour, its box placed so that `anchor` is at (align_x, align_y)
+/// of it (0, 0 the upper left; 1, 1 the lower right).
+void put_text(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
+              double align_y, const cv::Scalar& color = kText);
+/// put_text() turned a quarter left (reading upwards), drawn darkening what is under it.
+void put_text_vertical(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
+                       double align_y);
 
 /// Draws `panel` into `area` of `canvas`: a framed plot with ticks and their values, the title
 /// above, axis labels, each series, and the legend in the upper right when asked.

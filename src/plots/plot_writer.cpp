@@ -1,7 +1,5 @@
 #include "yolotrain/plots/plot_writer.hpp"
 
-#include <string_view>
-
 #include "yolotrain/lifecycle/atomic_file.hpp"
 
 namespace yolotrain::plots {
@@ -18,9 +16,22 @@ PlotWriter::~PlotWriter() {
 }
 
 void PlotWriter::submit(std::filesystem::path path, std::function<data::Image()> draw) {
+  const bool png = path.extension() == ".png";
+  enqueue({std::move(path), [png, draw = std::move(draw)] {
+             const data::Image image = draw();
+             const std::vector<std::uint8_t> bytes = png ? data::encode_png(image) : data::encode_jpeg(image, 90);
+             return std::string(bytes.begin(), bytes.end());
+           }});
+}
+
+void PlotWriter::submit_text(std::filesystem::path path, std::string text) {
+  enqueue({std::move(path), [text = std::move(text)] { return text; }});
+}
+
+void PlotWriter::enqueue(Job job) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back({std::move(path), std::move(draw)});
+    queue_.push_back(std::move(job));
   }
   changed_.notify_all();
 }
@@ -48,10 +59,7 @@ void PlotWriter::run() {
     lock.unlock();
     std::string warning;
     try {
-      const data::Image image = job.draw();
-      const bool png = job.path.extension() == ".png";
-      const std::vector<std::uint8_t> bytes = png ? data::encode_png(image) : data::encode_jpeg(image, 90);
-      lifecycle::atomic_write(job.path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      lifecycle::atomic_write(job.path, job.encode());
     } catch (const std::exception& e) {
       warning = job.path.filename().string() + " not written: " + e.what();
     }

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct ValidationReport {
   double seconds = 0;                        ///< wall time of the pass
   /// Ultralytics' confusion matrix of the pass (conf 0.25, IoU 0.45, a background row and column).
   std::optional<metrics::ConfusionMatrix> confusion;
+  /// validate() with plots: the folder its pictures went to (empty otherwise).
+  std::filesystem::path save_dir;
+  /// validate() with plots: the pictures that could not be written ("<file> not written: ...").
+  std::vector<std::string> plot_warnings;
   /// Ultralytics' table: the header, the "all" row and, with `per_class`, one row per class
   /// seen in the labels.
   std::string table(bool per_class = true) const;
@@ -33,12 +38,16 @@ struct ValidationReport {
 /// yolo_train checkpoint (`.ytckpt`: its EMA weights) or a `.safetensors` file with Ultralytics'
 /// names (the scale and nc are read from the tensor shapes); `cfg.data` names the dataset (its
 /// `val` split, else `train`); `imgsz`, `batch`, `iou`, `max_det`, `single_cls`, `device`,
-/// `workers` and `threads` apply. A stop requested on `token` ends the pass early with an
+/// `workers` and `threads` apply. With `plots`, it writes what Ultralytics' validator draws into
+/// project/name (name2, ... unless exist_ok; val_config() makes the name `val`): val_batch0-2
+/// labels and predictions, the confusion matrix (picture, normalized picture, CSV) and the PR, F1,
+/// P and R curves; a picture that cannot be written is a warning in the report. A stop requested on `token` ends the pass early with an
 /// Error. Throws ConfigError for a missing file, weights that do not fit, or a bad dataset.
 ValidationReport validate(const TrainConfig& cfg, const lifecycle::ControlToken* token = nullptr);
 
-/// The arguments `yolo_train val` uses: those stored in a checkpoint (`model=*.ytckpt`), so that
-/// it validates as the run did, then `args` (key=value) on top.
+/// The arguments `yolo_train val` uses: those stored in a checkpoint (`model=*.ytckpt`) or an
+/// Ultralytics `.pt`, so that it validates as the run did, but `name=val` and `exist_ok=false` (as
+/// Ultralytics' val mode: its pictures go to runs/detect/val, val2, ...), then `args` on top.
 TrainConfig val_config(const std::vector<std::string>& args);
 
 }  // namespace yolotrain::engine

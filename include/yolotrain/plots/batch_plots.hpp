@@ -7,10 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/plots/plot_writer.hpp"
 
 namespace yolotrain::plots {
+
+/// Queues `dir/labels.jpg`: plot_labels() of every box of `set`, as Ultralytics'
+/// plot_training_labels. Copies the boxes.
+void plot_training_labels(PlotWriter& writer, const data::Dataset& set, const std::filesystem::path& dir);
 
 /// Queues `dir/train_batch<index>.jpg`: the augmented batch with its labels, as Ultralytics'
 /// plot_training_samples. Copies what it needs, so `batch` may change after the call.

@@ -14,9 +14,9 @@
 namespace yolotrain::plots {
 
 /// Draws and writes plots on a thread of its own, so that the caller (a training step) never
-/// waits for one. Each job draws an image and writes it atomically as JPEG (.jpg) or PNG (.png).
-/// A job that throws or cannot be written becomes a warning (take_warnings()); it never reaches
-/// the caller. The destructor writes what is queued, then joins.
+/// waits for one. Each job draws an image and writes it atomically as JPEG (.jpg) or PNG (.png), or
+/// writes a text (the numbers beside a picture). A job that throws or cannot be written becomes a
+/// warning (take_warnings()); it never reaches the caller. Jobs run in the order submitted. The destructor writes what is queued, then joins.
 class PlotWriter {
  public:
   PlotWriter();
@@ -26,6 +26,8 @@ class PlotWriter {
 
   /// Queues `draw`; its image goes to `path`. Returns at once.
   void submit(std::filesystem::path path, std::function<data::Image()> draw);
+  /// Queues writing `text` to `path`. Returns at once.
+  void submit_text(std::filesystem::path path, std::string text);
   /// Waits until every queued plot is written (or has failed).
   void wait();
   /// The warnings since the last call ("<file> not written: <reason>"), oldest first.
@@ -34,8 +36,9 @@ class PlotWriter {
  private:
   struct Job {
     std::filesystem::path path;
-    std::function<data::Image()> draw;
+    std::function<std::string()> encode;  ///< the file's bytes
   };
+  void enqueue(Job job);
   void run();
 
   std::mutex mutex_;
