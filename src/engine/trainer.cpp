@@ -932,6 +932,11 @@ RunResult Trainer::Run::run() {
   ranks.barrier();
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
+  if (ranks.leader()) say("Results saved to " + run_dir.string());
+  if (plot_writer && fs::exists(run_dir / "val_batch0_pred.jpg")) {
+    say("predictions on validation images: " + (run_dir / "val_batch0_pred.jpg").string() + "; curves: " +
+        (run_dir / "results.png").string());
+  }
   return result;
 }
 

@@ -15,6 +15,16 @@ constexpr int kWidth = 3000, kHeight = 2250;
 constexpr int kLeft = 640, kTop = 180, kSide = 1800;  // the heatmap's square
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 
+cv::Scalar blues_scalar(double t) {
+  const auto c = blues(t);
+  return cv::Scalar(c[0], c[1], c[2]);
+}
+
+cv::Rect cell_rect(std::int64_t classes, std::int64_t predicted, std::int64_t truth) {
+  const PixelRect r = confusion_cell(classes, predicted, truth);
+  return cv::Rect(r.x, r.y, r.width, r.height);
+}
+
 // seaborn's annotation colour: dark grey on light cells, white on dark ones (relative luminance).
 cv::Scalar text_color(const cv::Scalar& bgr) {
   const auto linear = [](double c) {
@@ -61,7 +71,7 @@ int draw_tick_labels(cv::Mat& m, const std::vector<std::string>& labels, int n) 
 void draw_color_bar(cv::Mat& m, double vmax) {
   const cv::Rect bar(kLeft + kSide + 70, kTop, 70, kSide);
   for (int y = 0; y < bar.height; ++y) {
-    const cv::Scalar c = blues(1.0 - double(y) / (bar.height - 1));
+    const cv::Scalar c = blues_scalar(1.0 - double(y) / (bar.height - 1));
     cv::line(m, {bar.x, bar.y + y}, {bar.x + bar.width - 1, bar.y + y}, c, 1);
   }
   const std::vector<double> ticks = detail::nice_ticks(0, vmax, 6);
@@ -75,25 +85,25 @@ void draw_color_bar(cv::Mat& m, double vmax) {
 
 }  // namespace
 
-cv::Scalar blues(double t) {
+std::array<std::uint8_t, 3> blues(double t) {
   static const int rgb[9][3] = {{247, 251, 255}, {222, 235, 247}, {198, 219, 239}, {158, 202, 225}, {107, 174, 214},
                                 {66, 146, 198},  {33, 113, 181},  {8, 81, 156},    {8, 48, 107}};
   const double x = std::clamp(t, 0.0, 1.0) * 8;
   const int i = std::min(7, static_cast<int>(x));
   const double f = x - i;
-  const auto mix = [&](int c) { return rgb[i][c] * (1 - f) + rgb[i + 1][c] * f; };
-  return cv::Scalar(mix(2), mix(1), mix(0));
+  const auto mix = [&](int c) { return static_cast<std::uint8_t>(std::lround(rgb[i][c] * (1 - f) + rgb[i + 1][c] * f)); };
+  return {mix(2), mix(1), mix(0)};
 }
 
 std::string confusion_matrix_file(bool normalize) {
   return normalize ? "confusion_matrix_normalized.png" : "confusion_matrix.png";
 }
 
-cv::Rect confusion_cell(std::int64_t classes, std::int64_t predicted, std::int64_t truth) {
+PixelRect confusion_cell(std::int64_t classes, std::int64_t predicted, std::int64_t truth) {
   const double cell = double(kSide) / double(classes + 1);
   const int x0 = static_cast<int>(std::lround(kLeft + truth * cell)), x1 = static_cast<int>(std::lround(kLeft + (truth + 1) * cell));
   const int y0 = static_cast<int>(std::lround(kTop + predicted * cell)), y1 = static_cast<int>(std::lround(kTop + (predicted + 1) * cell));
-  return cv::Rect(x0, y0, x1 - x0, y1 - y0);
+  return {x0, y0, x1 - x0, y1 - y0};
 }
 
 data::Image plot_confusion_matrix(const metrics::ConfusionMatrix& matrix, const std::vector<std::string>& names,
@@ -119,8 +129,8 @@ data::Image plot_confusion_matrix(const metrics::ConfusionMatrix& matrix, const 
     for (std::int64_t t = 0; t < n; ++t) {
       const double v = values[static_cast<std::size_t>(p * n + t)];
       if (v < 0.005) continue;  // Ultralytics sets these to NaN: white, no text
-      const cv::Rect r = confusion_cell(nc, p, t);
-      const cv::Scalar c = blues(v / vmax);
+      const cv::Rect r = cell_rect(nc, p, t);
+      const cv::Scalar c = blues_scalar(v / vmax);
       cv::rectangle(m, r, c, cv::FILLED);
       if (!annotate) continue;
       const std::string s = cell_text(v, normalize);

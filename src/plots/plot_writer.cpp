@@ -64,7 +64,7 @@ void PlotWriter::run() {
       warning = job.path.filename().string() + " not written: " + e.what();
     }
     lock.lock();
-    if (!warning.empty()) warnings_.push_back(warning);
+    if (!warning.empty() && failed_.insert(job.path).second) warnings_.push_back(warning);
     busy_ = false;
     changed_.notify_all();
   }

@@ -6,6 +6,7 @@
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/nn/weights.hpp"
+#include "yolotrain/plots/plot_results.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
@@ -101,6 +103,18 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
     CAPTURE(file);
     CHECK(yolotrain::data::decode_image(dir / file).width == 2250);
   }
+  for (const char* file : {"confusion_matrix.png", "confusion_matrix_normalized.png"}) {
+    CAPTURE(file);
+    const auto image = yolotrain::data::decode_image(dir / file);
+    CHECK(image.width == 3000);
+    CHECK(image.height == 2250);
+  }
+  const auto labels = yolotrain::data::decode_image(dir / "labels.jpg");  // the training set's boxes
+  CHECK(labels.width == 1600);
+  CHECK(labels.height == 1600);
+  CHECK_THAT(f.output, Catch::Contains("Plotting labels to " + (dir / "labels.jpg").string()));
+  CHECK_THAT(f.output, Catch::Contains("Results saved to " + dir.string()));
+  CHECK_THAT(f.output, Catch::Contains("predictions on validation images: " + (dir / "val_batch0_pred.jpg").string()));
   const auto results = yolotrain::data::decode_image(dir / "results.png");  // redrawn after each epoch
   CHECK(results.width == 2400);
   CHECK(results.height == 1200);
@@ -139,6 +153,10 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
   CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  // results.png after the resume shows the whole run: it is results.csv's every epoch, drawn.
+  const std::string csv = yt::slurp(dir / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  CHECK(yolotrain::data::decode_image(dir / "results.png").pixels == yolotrain::plots::plot_results(csv).pixels);
 }
 
 TEST_CASE("a stop inside validation is validated again on resume and changes nothing", "[integration]") {
@@ -334,6 +352,25 @@ TEST_CASE("plots=false draws nothing and trains the same weights as the run that
   CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());  // baseline() draws (plots=true)
 }
 
+TEST_CASE("a picture that cannot be written is one warning and the run trains the same weights", "[integration]") {
+  yt::TempDir tmp;
+  fs::create_directories(tmp / "run" / "labels.jpg");  // folders where two pictures should go
+  fs::create_directories(tmp / "run" / "results.png");
+  const Finished f = run_to_end(train_args(tmp.path(), {"exist_ok=true"}), tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  const auto count = [&](const std::string& s) {
+    std::size_t n = 0;
+    for (auto at = f.output.find(s); at != std::string::npos; at = f.output.find(s, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("WARNING plot labels.jpg not written: ") == 1);
+  CHECK(count("WARNING plot results.png not written: ") == 1);  // drawn after each of 2 epochs
+  CHECK(count("WARNING plot ") == 2);
+  CHECK(fs::exists(tmp / "run" / "val_batch0_pred.jpg"));  // the others are written
+  CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
+}
+
 TEST_CASE("yolo_train val and export work on a finished run and the textfile reports it", "[integration]") {
   yt::TempDir tmp;
   const fs::path prom = tmp / "yolotrain.prom";
@@ -355,11 +392,22 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   INFO(val.output);
   CHECK(val.code == 0);
   CHECK_THAT(val.output, Catch::Contains("                   all          8"));
+  // Its pictures go to the run's project, val (as Ultralytics' runs/detect/val), then val2.
+  CHECK_THAT(val.output, Catch::Contains("Results saved to " + (tmp / "val").string()));
+  for (const char* file : {"val_batch0_labels.jpg", "val_batch0_pred.jpg", "confusion_matrix.png",
+                           "confusion_matrix_normalized.png", "PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png"}) {
+    CAPTURE(file);
+    CHECK(yolotrain::data::decode_image(tmp / "val" / file).width >= 192);  // val_batch0: 2 x 2 tiles of 96 (batch 4)
+  }
+  CHECK_THAT(yt::slurp(tmp / "val" / "confusion_matrix.csv"), Catch::StartsWith("Predicted \\ True,item,background\n"));
+  CHECK_FALSE(fs::exists(tmp / "val" / "weights"));
   REQUIRE(run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / "export.txt").code == 0);
   const Finished val2 = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "run" / "weights" / "best.safetensors").string(),
-                                    "data=" + dataset().string(), "imgsz=64", "batch=4", "threads=1", "single_cls=true"},
+                                    "data=" + dataset().string(), "imgsz=64", "batch=4", "threads=1", "single_cls=true",
+                                    "project=" + tmp.path().string()},
                                    tmp / "val2.txt");
   INFO(val2.output);
+  CHECK_THAT(val2.output, Catch::Contains("Results saved to " + (tmp / "val2").string()));
   CHECK(val2.code == 0);
   // The same weights and settings give the same table from either file.
   const auto table = [](const std::string& out) { return out.substr(0, out.find("Speed:")); };
@@ -386,6 +434,20 @@ TEST_CASE("yolo_train trains on coco8 end to end", "[integration]") {
   const auto j = status_of(tmp / "coco8");
   CHECK(j["state"] == "completed");
   CHECK(j["step"] == 2);
+  // Every picture Ultralytics' trainer writes, decoded, at its size (4 training images in one
+  // batch of 4: a 2 x 2 mosaic of 96 px; the 4 validation images in one batch, their rectangular
+  // letterbox 128 px with the half-stride pad).
+  for (const auto& [file, width, height] : std::vector<std::tuple<std::string, int, int>>{
+           {"labels.jpg", 1600, 1600}, {"train_batch0.jpg", 192, 192}, {"val_batch0_labels.jpg", 256, 256},
+           {"val_batch0_pred.jpg", 256, 256}, {"results.png", 2400, 1200}, {"PR_curve.png", 2250, 1500},
+           {"F1_curve.png", 2250, 1500}, {"P_curve.png", 2250, 1500}, {"R_curve.png", 2250, 1500},
+           {"confusion_matrix.png", 3000, 2250}, {"confusion_matrix_normalized.png", 3000, 2250}}) {
+    CAPTURE(file);
+    const auto image = yolotrain::data::decode_image(tmp / "coco8" / file);
+    CHECK(image.width == width);
+    CHECK(image.height == height);
+  }
+  CHECK_THAT(yt::slurp(tmp / "coco8" / "confusion_matrix.csv"), Catch::StartsWith("Predicted \\ True,person,bicycle,"));
   const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "coco8" / "weights" / "best.ytckpt").string()},
                                   tmp / "val.txt");
   INFO(val.output);
@@ -393,10 +455,11 @@ TEST_CASE("yolo_train trains on coco8 end to end", "[integration]") {
   CHECK_THAT(val.output, Catch::Contains("                   all          4         17"));
 }
 
-// The curve this checks (yolo_train data=shapes imgsz=96 epochs=15 batch=16, 2 threads, seed 0),
-// measured here: mAP50 0 until epoch 5, then 0.011-0.031 (0.031 at epoch 15); box / cls / dfl loss
-// 6.72 / 4.68 / 4.29 at epoch 1 -> 3.93 / 2.80 / 2.40 at epoch 15 (0.58-0.60 of the first). The
-// thresholds leave a margin of about 2x on the mAP and on the fall of the losses. ~1 minute.
+// The curve this checks (yolo_train data=shapes imgsz=96 epochs=15 batch=16, 2 threads, seed 0;
+// the plainer set of issue 13), measured here: mAP50 0 until epoch 5, 0.027 at 6, 0.263 at 8,
+// 0.376 at 10, 0.472 at 15; box / cls / dfl loss 6.79 / 4.78 / 4.26 at epoch 1 -> 1.99 / 1.63 /
+// 1.52 at epoch 15 (0.29-0.36 of the first). The thresholds leave a margin of about 2x on the
+// mAP and on the fall of the losses. ~1 minute.
 TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
   yt::TempDir tmp;
   const Finished f = run_to_end({YOLO_TRAIN_PATH, "data=shapes", "imgsz=96", "epochs=15", "batch=16", "threads=2",
@@ -417,10 +480,10 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
   REQUIRE(rows.size() == 15);
   double best_map50 = 0;
   for (const auto& r : rows) best_map50 = std::max(best_map50, r[6]);  // metrics/mAP50(B)
-  CHECK(best_map50 >= 0.015);
+  CHECK(best_map50 >= 0.25);
   for (int loss = 1; loss <= 3; ++loss) {  // train/box_loss, cls_loss, dfl_loss
     CAPTURE(loss);
-    CHECK(rows.back()[loss] < 0.8 * rows.front()[loss]);
+    CHECK(rows.back()[loss] < 0.6 * rows.front()[loss]);
   }
   // `val` finds the built-in set from the checkpoint's data=shapes and project.
   const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "shapes" / "weights" / "best.ytckpt").string()},

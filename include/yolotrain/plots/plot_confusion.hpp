@@ -1,7 +1,6 @@
 #pragma once
 
-#include <opencv2/core/types.hpp>
-
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,11 +23,16 @@ data::Image plot_confusion_matrix(const metrics::ConfusionMatrix& matrix, const 
 /// Ultralytics' file names: confusion_matrix.png, or confusion_matrix_normalized.png.
 std::string confusion_matrix_file(bool normalize);
 
+/// A rectangle of pixels of a picture.
+struct PixelRect {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+
 /// Where plot_confusion_matrix() draws the cell of (predicted, truth) for a matrix of `classes`
 /// classes (the background included at index `classes`): for tests and for callers that mark it.
-cv::Rect confusion_cell(std::int64_t classes, std::int64_t predicted, std::int64_t truth);
+PixelRect confusion_cell(std::int64_t classes, std::int64_t predicted, std::int64_t truth);
 
 /// matplotlib's "Blues" colormap at t in [0, 1] (B, G, R).
-cv::Scalar blues(double t);
+std::array<std::uint8_t, 3> blues(double t);
 
 }  // namespace yolotrain::plots

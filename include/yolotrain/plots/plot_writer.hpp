@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,7 +17,7 @@ namespace yolotrain::plots {
 /// Draws and writes plots on a thread of its own, so that the caller (a training step) never
 /// waits for one. Each job draws an image and writes it atomically as JPEG (.jpg) or PNG (.png), or
 /// writes a text (the numbers beside a picture). A job that throws or cannot be written becomes a
-/// warning (take_warnings()); it never reaches the caller. Jobs run in the order submitted. The destructor writes what is queued, then joins.
+/// warning (take_warnings(); one per file, however often it fails); it never reaches the caller. Jobs run in the order submitted. The destructor writes what is queued, then joins.
 class PlotWriter {
  public:
   PlotWriter();
@@ -45,6 +46,7 @@ class PlotWriter {
   std::condition_variable changed_;
   std::deque<Job> queue_;
   std::vector<std::string> warnings_;
+  std::set<std::filesystem::path> failed_;  // the files warned about
   bool busy_ = false, closing_ = false;
   std::thread thread_;
 };

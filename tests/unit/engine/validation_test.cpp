@@ -7,6 +7,8 @@
 
 #include <filesystem>
 
+#include "test_support.hpp"
+
 namespace en = yolotrain::engine;
 
 TEST_CASE("the validation table has Ultralytics' header and rows", "[engine]") {
@@ -61,10 +63,15 @@ TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[en
     WARN("skipped: " << best.string() << " or " << data.string() << " is absent");
     return;
   }
-  const en::TrainConfig cfg = en::val_config(
-      {"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16", "device=cpu", "workers=2"});
+  yolotrain::test::TempDir tmp;
+  const en::TrainConfig cfg = en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16",
+                                              "device=cpu", "workers=2", "project=" + tmp.path().string()});
   CHECK(cfg.imgsz == 320);
+  CHECK(cfg.name == "val");
   const en::ValidationReport r = en::validate(cfg);
+  CHECK(r.save_dir == tmp / "val");
+  CHECK(r.plot_warnings.empty());
+  CHECK(fs::exists(tmp / "val" / "confusion_matrix_normalized.png"));
   CHECK(r.images == 87);
   CHECK(r.metrics.mp == Approx(0.618231).margin(1e-3));
   CHECK(r.metrics.mr == Approx(0.259789).margin(1e-3));

@@ -40,3 +40,17 @@ TEST_CASE("PlotWriter's destructor writes what is still queued", "[plots]") {
   }
   for (int i = 0; i < 5; ++i) CHECK(fs::exists(tmp / ("p" + std::to_string(i) + ".jpg")));
 }
+
+TEST_CASE("PlotWriter writes texts in order with the pictures, a failure a warning", "[plots]") {
+  yolotrain::test::TempDir tmp;
+  yolotrain::plots::PlotWriter writer;
+  writer.submit_text(tmp / "numbers.csv", "a,b\n1,2\n");
+  fs::create_directories(tmp / "taken.csv");
+  writer.submit_text(tmp / "taken.csv", "x");
+  writer.submit_text(tmp / "taken.csv", "y");  // failing again: still one warning
+  writer.wait();
+  CHECK(yolotrain::test::slurp(tmp / "numbers.csv") == "a,b\n1,2\n");
+  const auto warnings = writer.take_warnings();
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("taken.csv not written"));
+}
