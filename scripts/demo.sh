@@ -2,7 +2,7 @@
 # The main job, from a fresh machine: installs the dependencies, builds yolo_train (only it, with
 # the build's progress), and trains a YOLOv8n on the built-in synthetic "shapes" dataset (written
 # on first use to runs/detect/.shapes-v2): 20 epochs at 160 px, about 3 minutes on 2 cores, ending
-# near mAP50 0.9. Ctrl+C stops with a checkpoint (exit 130); running this script again resumes
+# near mAP50 0.86. Ctrl+C stops with a checkpoint (exit 130); running this script again resumes
 # exactly where it stopped. Ctrl+Z pauses (fg resumes). Arguments replace the defaults below
 # (yolo_train key=value ...).
 set -euo pipefail
