@@ -1,8 +1,11 @@
 // Prints the cost of the v8 loss (forward + backward, yolov8n-shaped outputs at 640 px, batch 16,
 // nc 80) for 0, 10 and 100 boxes per image, and of NMS for 300 and 30,000 candidates.
-// Figures only; nothing here asserts a time. Run: build/bench/loss_bench [threads]
+// Figures only; nothing here asserts a time. Run: build/bench/loss_bench [threads] [TRACE.json]
+// With a trace file, one more forward + backward per box count is recorded there by libtorch's
+// profiler (chrome://tracing format: where the loss spends its time, operator by operator).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <algorithm>
 #include <chrono>
@@ -45,7 +48,7 @@ yl::Targets random_targets(int64_t per_image) {
   return {idx, cls, at::cat({xy, wh}, 1)};
 }
 
-void bench_loss(int64_t per_image) {
+void bench_loss(int64_t per_image, const char* trace) {
   const yl::DetectionLoss loss(yl::DetectionLossOptions{{8, 16, 32}, kNc, 16});
   auto feats = yolov8n_outputs();
   const yl::Targets t = random_targets(per_image);
@@ -63,6 +66,11 @@ void bench_loss(int64_t per_image) {
   }
   std::printf("loss  batch %lld, %3lld boxes/image: forward %8.1f ms, forward+backward %8.1f ms (median of 3)\n",
               static_cast<long long>(kBatch), static_cast<long long>(per_image), median(fwd), median(total));
+  if (trace) {
+    torch::autograd::profiler::RecordProfile record(std::string(trace) + "." + std::to_string(per_image));
+    for (auto& f : feats) f.mutable_grad() = at::Tensor();
+    loss(feats, t).total.backward();
+  }
 }
 
 // [1, 4 + nc, A] predictions where exactly `n` (box, class) pairs score above 0.001.
@@ -98,7 +106,8 @@ int main(int argc, char** argv) {
   at::set_num_threads(threads);
   at::manual_seed(0);
   std::printf("threads %d\n", at::get_num_threads());
-  for (int64_t per_image : {0, 10, 100}) bench_loss(per_image);
+  const char* trace = argc > 2 ? argv[2] : nullptr;
+  for (int64_t per_image : {0, 10, 100}) bench_loss(per_image, trace);
   for (int64_t n : {300, 30000}) bench_nms(n);
   return 0;
 }

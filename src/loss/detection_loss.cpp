@@ -119,30 +119,64 @@ at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
 
 namespace {
 
-// The raw outputs as (pred_scores [B, A, nc], pred_distri [B, A, 4*reg_max]).
-std::pair<at::Tensor, at::Tensor> split_predictions(const std::vector<at::Tensor>& feats,
-                                                    int64_t nc, int64_t reg_max) {
-  const int64_t batch_size = feats[0].size(0), no = nc + 4 * reg_max;
-  std::vector<at::Tensor> flat;
-  for (const at::Tensor& f : feats) flat.push_back(f.view({batch_size, no, -1}));
-  const auto split = at::cat(flat, 2).split_with_sizes({4 * reg_max, nc}, 1);
-  return {split[1].permute({0, 2, 1}).contiguous(), split[0].permute({0, 2, 1}).contiguous()};
+// Each level's raw output split into its box distributions [B, 4*reg_max, H, W] and class logits
+// [B, nc, H, W] (views: the backward of split writes each level's gradient once).
+struct LevelParts {
+  std::vector<at::Tensor> distri, logits;
+};
+
+LevelParts split_levels(const std::vector<at::Tensor>& feats, int64_t nc, int64_t reg_max) {
+  LevelParts p;
+  for (const at::Tensor& f : feats) {
+    const auto parts = f.split_with_sizes({4 * reg_max, nc}, 1);
+    p.distri.push_back(parts[0]);
+    p.logits.push_back(parts[1]);
+  }
+  return p;
 }
 
-// Ultralytics' BboxLoss: (CIoU term, DFL term) over the positive anchors, in grid units.
-std::pair<at::Tensor, at::Tensor> bbox_loss(const at::Tensor& pred_distri,
-                                            const at::Tensor& pred_bboxes,
-                                            const at::Tensor& anchors,
-                                            const at::Tensor& target_bboxes,
+// The levels' [B, C, H, W] parts as one [B, A, C] tensor, anchors in make_anchors' order.
+at::Tensor anchors_last(const std::vector<at::Tensor>& parts) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& t : parts) flat.push_back(t.flatten(2).transpose(1, 2));
+  return at::cat(flat, 1);
+}
+
+// Ultralytics' BCEWithLogits(pred_scores, target_scores).sum() over every anchor and class, as
+// sum(softplus(x)) - sum(x * t): the same value (softplus(x) = log(1 + e^x) is the BCE of x against
+// 0), computed on each level in place, without gathering the logits into one tensor; the x * t term
+// only where there are targets. `target_scores` [B, A, nc] or undefined (no boxes: all 0).
+at::Tensor class_loss(const std::vector<at::Tensor>& logits, const at::Tensor& target_scores) {
+  at::Tensor total;
+  int64_t offset = 0;
+  for (const at::Tensor& x : logits) {
+    const int64_t hw = x.size(2) * x.size(3);
+    at::Tensor term = at::softplus(x).sum();
+    if (target_scores.defined()) {
+      const at::Tensor t = target_scores.narrow(1, offset, hw).transpose(1, 2).view(x.sizes()).to(x.scalar_type());
+      term = term - (x * t).sum();
+    }
+    total = total.defined() ? total + term : term;
+    offset += hw;
+  }
+  return total;
+}
+
+// Ultralytics' BboxLoss: (CIoU term, DFL term) over the positive anchors, in grid units. Only the
+// positive anchors' distributions are decoded (with gradient): the others add nothing.
+std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const at::Tensor& pred_distri,
+                                            const at::Tensor& anchors, const at::Tensor& target_bboxes,
                                             const at::Tensor& target_scores, const at::Tensor& tss,
                                             const at::Tensor& fg, int64_t reg_max) {
   const at::Tensor weight = target_scores.sum(-1).index({fg}).unsqueeze(-1);
-  const at::Tensor iou =
-      bbox_iou(pred_bboxes.index({fg}), target_bboxes.index({fg}), false, IouKind::CIoU);
+  const at::Tensor fg_distri = pred_distri.index({fg});                             // [n, 4 * reg_max]
+  const at::Tensor fg_anchors = anchors.expand({fg.size(0), -1, -1}).index({fg});  // [n, 2]
+  const at::Tensor fg_boxes = loss.bbox_decode(fg_anchors.unsqueeze(0), fg_distri.unsqueeze(0)).squeeze(0);
+  const at::Tensor fg_targets = target_bboxes.index({fg});
+  const at::Tensor iou = bbox_iou(fg_boxes, fg_targets, false, IouKind::CIoU);
   const at::Tensor loss_iou = ((1.0 - iou) * weight).sum() / tss;
-  const at::Tensor target_ltrb = bbox2dist(anchors, target_bboxes, static_cast<double>(reg_max - 1));
-  const at::Tensor dfl =
-      df_loss(pred_distri.index({fg}).view({-1, reg_max}), target_ltrb.index({fg}), reg_max);
+  const at::Tensor target_ltrb = bbox2dist(fg_anchors, fg_targets, static_cast<double>(reg_max - 1));
+  const at::Tensor dfl = df_loss(fg_distri.view({-1, reg_max}), target_ltrb, reg_max);
   return {loss_iou, (dfl * weight).sum() / tss};
 }
 
@@ -152,33 +186,33 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
                                      const Targets& targets) const {
   check_feats(feats);
   const int64_t batch_size = feats[0].size(0);
-  const auto [pred_scores, pred_distri] = split_predictions(feats, options_.nc, options_.reg_max);
-  const auto dtype = pred_scores.scalar_type();
-  const at::Tensor imgsz =
-      at::tensor({feats[0].size(2), feats[0].size(3)}, pred_scores.options().requires_grad(false)) *
-      options_.strides[0];  // (h, w) pixels
+  const LevelParts parts = split_levels(feats, options_.nc, options_.reg_max);
+  const at::TensorOptions options = feats[0].options().requires_grad(false);
+  const at::Tensor imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
   const auto [anchor_points, stride_tensor] = make_anchors(feats, options_.strides, 0.5);
   const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
 
   const at::Tensor gt = preprocess(targets, batch_size, imgsz);
-  const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
-  const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
-
-  const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
-  const Assignment a = assigner_(pred_scores.detach().sigmoid(),
-                                 (pred_bboxes.detach() * strides).to(gt_bboxes.scalar_type()),
-                                 anchors * strides, gt_labels, gt_bboxes, mask_gt);
-
-  const at::Tensor tss = at::clamp_min(a.target_scores.sum(), 1);  // max(sum, 1)
-  const at::Tensor loss_cls = at::binary_cross_entropy_with_logits(
-                                  pred_scores, a.target_scores.to(dtype), {}, {}, at::Reduction::None)
-                                  .sum() /
-                              tss;
-  at::Tensor loss_box = at::zeros({}, pred_scores.options().requires_grad(false));
-  at::Tensor loss_dfl = loss_box;
-  if (a.fg_mask.any().item<bool>()) {
-    std::tie(loss_box, loss_dfl) = bbox_loss(pred_distri, pred_bboxes, anchors, a.target_bboxes / strides,
-                                             a.target_scores, tss, a.fg_mask, options_.reg_max);
+  at::Tensor loss_box = at::zeros({}, options), loss_dfl = loss_box, loss_cls;
+  if (gt.size(1) == 0) {  // no boxes in the batch: every target score is 0, tss = max(0, 1)
+    loss_cls = class_loss(parts.logits, at::Tensor());
+  } else {
+    const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
+    const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
+    const at::Tensor pred_distri = anchors_last(parts.distri);  // [B, A, 4 * reg_max]
+    Assignment a;
+    {
+      at::NoGradGuard no_grad;
+      const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
+      a = assigner_(anchors_last(parts.logits).sigmoid_(), (pred_bboxes * strides).to(gt_bboxes.scalar_type()),
+                    anchors * strides, gt_labels, gt_bboxes, mask_gt);
+    }
+    const at::Tensor tss = at::clamp_min(a.target_scores.sum(), 1);  // max(sum, 1)
+    loss_cls = class_loss(parts.logits, a.target_scores) / tss;
+    if (a.fg_mask.any().item<bool>()) {
+      std::tie(loss_box, loss_dfl) = bbox_loss(*this, pred_distri, anchors, a.target_bboxes / strides, a.target_scores,
+                                               tss, a.fg_mask, options_.reg_max);
+    }
   }
   const at::Tensor loss =
       at::stack({loss_box * gains_.box, loss_cls * gains_.cls, loss_dfl * gains_.dfl});

@@ -7,14 +7,12 @@
 
 namespace yolotrain::loss {
 
-namespace {
-
 using at::indexing::Ellipsis;
 using at::indexing::Slice;
 
-void check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
-                  const at::Tensor& anc_points, const at::Tensor& gt_labels,
-                  const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) {
+void TaskAlignedAssigner::check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
+                                       const at::Tensor& anc_points, const at::Tensor& gt_labels,
+                                       const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
   const bool ok = pd_scores.dim() == 3 && pd_bboxes.dim() == 3 && pd_bboxes.size(2) == 4 &&
                   pd_bboxes.size(0) == pd_scores.size(0) &&
                   pd_bboxes.size(1) == pd_scores.size(1) && anc_points.dim() == 2 &&
@@ -30,9 +28,11 @@ void check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                 c10::str(mask_gt.sizes()) +
                 "; expected [B,A,C], [B,A,4], [A,2], [B,M,1], [B,M,4], [B,M,1]");
   }
+  if (gt_bboxes.size(1) > 0 && pd_scores.size(2) != num_classes_) {
+    throw Error("TaskAlignedAssigner: pd_scores has " + std::to_string(pd_scores.size(2)) +
+                " classes but the assigner was built for " + std::to_string(num_classes_));
+  }
 }
-
-}  // namespace
 
 TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, double alpha,
                                          double beta, double eps)
@@ -43,23 +43,30 @@ TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, doub
   }
 }
 
+Assignment TaskAlignedAssigner::empty(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes) const {
+  const at::Tensor s0 = pd_scores.select(-1, 0);
+  return {at::full_like(s0, num_classes_), at::zeros_like(pd_bboxes), at::zeros_like(pd_scores), at::zeros_like(s0),
+          at::zeros_like(s0)};
+}
+
 Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                            const at::Tensor& anc_points,
                                            const at::Tensor& gt_labels,
                                            const at::Tensor& gt_bboxes,
                                            const at::Tensor& mask_gt) const {
+  const bool cpu_float = pd_scores.device().is_cpu() && pd_scores.scalar_type() == at::kFloat &&
+                         pd_bboxes.scalar_type() == at::kFloat && gt_bboxes.scalar_type() == at::kFloat;
+  return cpu_float ? sparse(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt)
+                   : dense(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
+}
+
+Assignment TaskAlignedAssigner::dense(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
+                                      const at::Tensor& anc_points, const at::Tensor& gt_labels,
+                                      const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
   check_inputs(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
   at::NoGradGuard no_grad;
   const int64_t n_max_boxes = gt_bboxes.size(1);
-  if (n_max_boxes == 0) {
-    const at::Tensor s0 = pd_scores.select(-1, 0);
-    return {at::full_like(s0, num_classes_), at::zeros_like(pd_bboxes), at::zeros_like(pd_scores),
-            at::zeros_like(s0), at::zeros_like(s0)};
-  }
-  if (pd_scores.size(2) != num_classes_) {
-    throw Error("TaskAlignedAssigner: pd_scores has " + std::to_string(pd_scores.size(2)) +
-                " classes but the assigner was built for " + std::to_string(num_classes_));
-  }
+  if (n_max_boxes == 0) return empty(pd_scores, pd_bboxes);
   auto [mask_pos, align_metric, overlaps] =
       get_pos_mask(pd_scores, pd_bboxes, gt_labels, gt_bboxes, anc_points, mask_gt);
   at::Tensor target_gt_idx, fg_mask;
@@ -92,9 +99,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_targets(
   at::Tensor target_scores = at::zeros(
       {target_labels.size(0), target_labels.size(1), num_classes_}, target_labels.options());
   target_scores.scatter_(2, target_labels.unsqueeze(-1), 1);
-  const at::Tensor fg_scores_mask = fg_mask.unsqueeze(-1).repeat({1, 1, num_classes_});
-  target_scores =
-      at::where(fg_scores_mask > 0, target_scores, at::zeros({}, target_scores.options()));
+  target_scores = at::where(fg_mask.unsqueeze(-1) > 0, target_scores, at::zeros({}, target_scores.options()));
   return {target_labels, target_bboxes, target_scores};
 }
 

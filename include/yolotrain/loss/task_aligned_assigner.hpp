@@ -19,8 +19,15 @@ struct Assignment {
 /// Task-aligned label assignment (TOOD), as Ultralytics' utils/tal.py TaskAlignedAssigner:
 /// candidates are anchors whose centre lies strictly inside a GT; the alignment metric is
 /// score^alpha * CIoU^beta; each GT keeps its `topk` best candidates; an anchor claimed by several
-/// GTs goes to the GT with the highest CIoU among all GTs containing it (first on ties). All
-/// work is vectorised over images, GTs and anchors; no gradient is recorded.
+/// GTs goes to the GT with the highest CIoU among all GTs containing it (first on ties). No
+/// gradient is recorded. Two implementations give the same assignment: dense() is the
+/// reference's [B, M, A] tensor work (any device, any dtype); sparse() works on the (GT, anchor)
+/// pairs with the anchor inside the GT only (CPU float32, where operator() uses it: a few
+/// hundred pairs per GT instead of every anchor). They can differ only where the reference's
+/// choice is left to torch.topk's handling of equal values: among candidates of equal metric
+/// sparse() keeps the lower anchor index, and it never makes a candidate of metric 0 positive
+/// (the reference may, from the first `topk` anchors; such a positive has target score 0 and
+/// adds nothing to the loss). docs/loss-and-metrics.md.
 class TaskAlignedAssigner {
  public:
   /// Ultralytics' class defaults are topk 13, alpha 1.0; the v8 loss uses topk 10, alpha 0.5.
@@ -33,6 +40,12 @@ class TaskAlignedAssigner {
   Assignment operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                         const at::Tensor& anc_points, const at::Tensor& gt_labels,
                         const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
+  /// operator() by the reference's dense tensors.
+  Assignment dense(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
+                   const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
+  /// operator() over the candidate pairs (CPU tensors only; float32 scores and boxes).
+  Assignment sparse(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
+                    const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
 
   int64_t topk() const { return topk_; }
   int64_t num_classes() const { return num_classes_; }
@@ -51,6 +64,8 @@ class TaskAlignedAssigner {
       const at::Tensor& mask_pos, const at::Tensor& overlaps, int64_t n_max_boxes);
 
  private:
+  void check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
+                    const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
   std::tuple<at::Tensor, at::Tensor, at::Tensor> get_pos_mask(
       const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& gt_labels,
       const at::Tensor& gt_bboxes, const at::Tensor& anc_points, const at::Tensor& mask_gt) const;
@@ -64,6 +79,7 @@ class TaskAlignedAssigner {
                                                              const at::Tensor& gt_bboxes,
                                                              const at::Tensor& target_gt_idx,
                                                              const at::Tensor& fg_mask) const;
+  Assignment empty(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes) const;
 
   int64_t topk_;
   int64_t num_classes_;

@@ -151,3 +151,45 @@ TEST_CASE("assigner handles a batch without boxes", "[loss]") {
                            at::zeros({1, 0, 4}), at::zeros({1, 0, 1})),
                   yolotrain::Error);
 }
+
+// The pair-wise assignment (CPU float) against the reference's dense tensors, on random scenes
+// of three levels (128 px: 336 anchors), 1-12 boxes of 4-70 px per image with padding, random
+// scores and predicted boxes near each anchor. They must agree wherever it matters to the loss:
+// the target scores everywhere, and the GT, box and label of every anchor with a target score
+// above 0. An anchor positive in one and not the other may only be one of metric 0 (header).
+TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
+  at::manual_seed(7);
+  const std::vector<at::Tensor> levels{at::zeros({1, 1, 16, 16}), at::zeros({1, 1, 8, 8}), at::zeros({1, 1, 4, 4})};
+  const auto [points, strides] = yl::make_anchors(levels, {8.0, 16.0, 32.0});
+  const at::Tensor anchors = points * strides;  // pixels
+  const int64_t A = anchors.size(0), B = 3, M = 12, nc = 5;
+  int64_t positives_seen = 0;
+  for (int scene = 0; scene < 20; ++scene) {
+    CAPTURE(scene);
+    const at::Tensor wh_pred = at::rand({B, A, 2}) * 60 + 4;
+    const at::Tensor centre = anchors.unsqueeze(0) + (at::rand({B, A, 2}) - 0.5) * 8;
+    const at::Tensor pd_bboxes = at::cat({centre - wh_pred / 2, centre + wh_pred / 2}, 2);
+    const at::Tensor pd_scores = at::rand({B, A, nc});
+    const at::Tensor wh = at::rand({B, M, 2}) * 66 + 4;
+    const at::Tensor xy = at::rand({B, M, 2}) * (128 - wh);
+    at::Tensor gt_bboxes = at::cat({xy, xy + wh}, 2);
+    const at::Tensor gt_labels = at::randint(0, nc, {B, M, 1}).to(at::kFloat);
+    at::Tensor mask_gt = (at::rand({B, M, 1}) < 0.8).to(at::kFloat);
+    gt_bboxes = gt_bboxes * mask_gt;  // padded rows are zeros, as the loss's preprocess makes them
+    if (scene == 0) gt_bboxes[0][1].copy_(gt_bboxes[0][0]);  // a duplicate box: every anchor claimed twice
+    const yl::TaskAlignedAssigner assigner(10, nc, 0.5, 6.0);
+    const yl::Assignment d = assigner.dense(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt);
+    const yl::Assignment s = assigner.sparse(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt);
+    CHECK(at::allclose(s.target_scores, d.target_scores, 1e-5, 1e-7));
+    const at::Tensor scored = d.target_scores.sum(-1) > 0;
+    positives_seen += scored.sum().item<int64_t>();
+    CHECK(at::equal(s.fg_mask.index({scored}), d.fg_mask.index({scored})));
+    CHECK(at::equal(s.target_gt_idx.index({scored}), d.target_gt_idx.index({scored})));
+    CHECK(at::equal(s.target_labels.index({scored}), d.target_labels.index({scored})));
+    CHECK(at::equal(s.target_bboxes.index({scored}), d.target_bboxes.index({scored})));
+    const at::Tensor differs = s.fg_mask != d.fg_mask;
+    CHECK(s.target_scores.sum(-1).index({differs}).abs().sum().item<float>() == 0.f);
+    CHECK(d.target_scores.sum(-1).index({differs}).abs().sum().item<float>() == 0.f);
+  }
+  CHECK(positives_seen > 500);
+}
