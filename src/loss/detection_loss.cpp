@@ -1,5 +1,7 @@
 #include "yolotrain/loss/detection_loss.hpp"
 
+#include <ATen/record_function.h>
+
 #include <string>
 
 #include "yolotrain/error.hpp"
@@ -147,6 +149,7 @@ at::Tensor anchors_last(const std::vector<at::Tensor>& parts) {
 // 0), computed on each level in place, without gathering the logits into one tensor; the x * t term
 // only where there are targets. `target_scores` [B, A, nc] or undefined (no boxes: all 0).
 at::Tensor class_loss(const std::vector<at::Tensor>& logits, const at::Tensor& target_scores) {
+  RECORD_FUNCTION("yolotrain::loss::class_loss", std::vector<c10::IValue>());
   at::Tensor total;
   int64_t offset = 0;
   for (const at::Tensor& x : logits) {
@@ -168,6 +171,7 @@ std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const at:
                                             const at::Tensor& anchors, const at::Tensor& target_bboxes,
                                             const at::Tensor& target_scores, const at::Tensor& tss,
                                             const at::Tensor& fg, int64_t reg_max) {
+  RECORD_FUNCTION("yolotrain::loss::bbox_loss", std::vector<c10::IValue>());
   const at::Tensor weight = target_scores.sum(-1).index({fg}).unsqueeze(-1);
   const at::Tensor fg_distri = pred_distri.index({fg});                             // [n, 4 * reg_max]
   const at::Tensor fg_anchors = anchors.expand({fg.size(0), -1, -1}).index({fg});  // [n, 2]
@@ -202,6 +206,7 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
     const at::Tensor pred_distri = anchors_last(parts.distri);  // [B, A, 4 * reg_max]
     Assignment a;
     {
+      RECORD_FUNCTION("yolotrain::loss::assign", std::vector<c10::IValue>());
       at::NoGradGuard no_grad;
       const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
       a = assigner_(anchors_last(parts.logits).sigmoid_(), (pred_bboxes * strides).to(gt_bboxes.scalar_type()),

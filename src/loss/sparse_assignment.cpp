@@ -4,6 +4,7 @@
 // values are the dense path's; the choices (top k per GT, an anchor claimed twice, the per-GT
 // normalisation) are loops over the pairs that follow the reference's rules one by one.
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <numeric>
@@ -58,6 +59,7 @@ at::Tensor long_tensor(const std::vector<int64_t>& v) {
 Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                        const at::Tensor& anc_points, const at::Tensor& gt_labels,
                                        const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
+  RECORD_FUNCTION("yolotrain::loss::sparse_assignment", std::vector<c10::IValue>());
   check_inputs(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
   at::NoGradGuard no_grad;
   const int64_t B = pd_scores.size(0), A = pd_scores.size(1), C = pd_scores.size(2), M = gt_bboxes.size(1);
@@ -123,8 +125,7 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
     }
   }
 
-  // The targets (get_targets), then the metric normalised per GT: its best metric becomes its
-  // best overlap, over the final positives.
+  // The positives, and each GT's best metric and overlap over them (the normalisation's terms).
   at::Tensor target_gt_idx = at::zeros({B, A}, at::kLong), fg = at::zeros({B, A}, at::kFloat);
   int64_t* tgi = target_gt_idx.data_ptr<int64_t>();
   float* fgp = fg.data_ptr<float>();
@@ -139,17 +140,22 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
     gt_best_metric[bg] = std::max(gt_best_metric[bg], am[p]);
     gt_best_overlap[bg] = std::max(gt_best_overlap[bg], ov[p]);
   }
-  at::Tensor norm = at::zeros({B, A, 1}, pd_scores.options());
-  float* nm = norm.data_ptr<float>();
+  // get_targets' labels and boxes (gathered for every anchor, as the reference does), and its
+  // one-hot scores times the normalised metric written at the positives only.
+  const at::Tensor flat_idx = target_gt_idx + at::arange(B, at::kLong).unsqueeze(-1) * M;
+  const at::Tensor target_labels = labels.view(-1).index({flat_idx}).clamp_(0);
+  const at::Tensor target_bboxes = gt_bboxes.reshape({-1, 4}).index({flat_idx});
+  at::Tensor target_scores = at::zeros({B, A, C}, pd_scores.options());
+  float* ts = target_scores.data_ptr<float>();
+  const int64_t* tl = target_labels.data_ptr<int64_t>();
   const auto eps = static_cast<float>(eps_);
   for (int64_t ba = 0; ba < B * A; ++ba) {
     const int64_t p = owner_pair[static_cast<std::size_t>(ba)];
     if (owner[static_cast<std::size_t>(ba)] < 0 || p < 0) continue;
     const auto bg = static_cast<std::size_t>(pairs.gt[static_cast<std::size_t>(p)]);
-    nm[ba] = am[p] * gt_best_overlap[bg] / (gt_best_metric[bg] + eps);
+    ts[ba * C + tl[ba]] = am[p] * gt_best_overlap[bg] / (gt_best_metric[bg] + eps);
   }
-  auto [target_labels, target_bboxes, target_scores] = get_targets(gt_labels, gt_bboxes, target_gt_idx, fg);
-  return {target_labels, target_bboxes, target_scores * norm, fg.to(at::kBool), target_gt_idx};
+  return {target_labels, target_bboxes, target_scores, fg.to(at::kBool), target_gt_idx};
 }
 
 }  // namespace yolotrain::loss
