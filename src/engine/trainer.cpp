@@ -933,7 +933,7 @@ RunResult Trainer::Run::run() {
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
   if (ranks.leader()) say("Results saved to " + run_dir.string());
-  if (plot_writer && fs::exists(run_dir / "val_batch0_pred.jpg")) {
+  if (plot_writer && result.outcome == RunOutcome::Completed && fs::exists(run_dir / "val_batch0_pred.jpg")) {
     say("predictions on validation images: " + (run_dir / "val_batch0_pred.jpg").string() + "; curves: " +
         (run_dir / "results.png").string());
   }

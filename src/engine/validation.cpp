@@ -215,11 +215,18 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   data::Loader loader(set, opts);
   loss::DetectionLoss criterion(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;
-  const fs::path save_dir = cfg.plots ? make_run_dir(cfg.project, cfg.name, cfg.exist_ok, "") : fs::path();
-  if (cfg.plots) writer = std::make_unique<plots::PlotWriter>();
+  fs::path save_dir;
+  std::string folder_warning;  // a folder that cannot be made costs the pictures, not the validation
+  try {
+    if (cfg.plots) save_dir = make_run_dir(cfg.project, cfg.name, cfg.exist_ok, "");
+  } catch (const std::exception& e) {
+    folder_warning = "folder " + (fs::path(cfg.project) / cfg.name).string() + " not made: " + e.what();
+  }
+  if (!save_dir.empty()) writer = std::make_unique<plots::PlotWriter>();
   ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token, writer.get(), save_dir};
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
+  if (!folder_warning.empty()) report->plot_warnings.push_back(folder_warning);
   if (writer) {
     plot_validation_results(*writer, *report, save_dir);
     writer->wait();

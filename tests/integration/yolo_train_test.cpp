@@ -408,6 +408,14 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
                                    tmp / "val2.txt");
   INFO(val2.output);
   CHECK_THAT(val2.output, Catch::Contains("Results saved to " + (tmp / "val2").string()));
+  // A folder for the pictures that cannot be made costs the pictures only.
+  std::ofstream(tmp / "a_file") << "x";
+  const Finished val3 = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + best.string(), "project=" + (tmp / "a_file").string()},
+                                   tmp / "val3.txt");
+  INFO(val3.output);
+  CHECK(val3.code == 0);
+  CHECK_THAT(val3.output, Catch::Contains("                   all          8"));
+  CHECK_THAT(val3.output, Catch::Contains("WARNING plot folder " + (tmp / "a_file" / "val").string() + " not made: "));
   CHECK(val2.code == 0);
   // The same weights and settings give the same table from either file.
   const auto table = [](const std::string& out) { return out.substr(0, out.find("Speed:")); };
