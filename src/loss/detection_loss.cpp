@@ -144,20 +144,34 @@ at::Tensor anchors_last(const std::vector<at::Tensor>& parts) {
   return at::cat(flat, 1);
 }
 
+// The positives' (image, anchor, class) and target score: the only non-zero target scores.
+struct Positives {
+  at::Tensor image, anchor, cls, score;
+};
+
+Positives positives_of(const Assignment& a) {
+  const at::Tensor idx = a.fg_mask.nonzero();  // [n, 2] (image, anchor)
+  Positives p{idx.select(1, 0), idx.select(1, 1), {}, {}};
+  p.cls = a.target_labels.index({p.image, p.anchor});
+  p.score = a.target_scores.index({p.image, p.anchor, p.cls});
+  return p;
+}
+
 // Ultralytics' BCEWithLogits(pred_scores, target_scores).sum() over every anchor and class, as
 // sum(softplus(x)) - sum(x * t): the same value (softplus(x) = log(1 + e^x) is the BCE of x against
-// 0), computed on each level in place, without gathering the logits into one tensor; the x * t term
-// only where there are targets. `target_scores` [B, A, nc] or undefined (no boxes: all 0).
-at::Tensor class_loss(const std::vector<at::Tensor>& logits, const at::Tensor& target_scores) {
+// 0), computed on each level in place, without gathering the logits into one tensor; x * t only at
+// the positives, the one class each where t is not 0. `pos` null: no boxes, t = 0.
+at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* pos) {
   RECORD_FUNCTION("yolotrain::loss::class_loss", std::vector<c10::IValue>());
   at::Tensor total;
   int64_t offset = 0;
   for (const at::Tensor& x : logits) {
     const int64_t hw = x.size(2) * x.size(3);
     at::Tensor term = at::softplus(x).sum();
-    if (target_scores.defined()) {
-      const at::Tensor t = target_scores.narrow(1, offset, hw).transpose(1, 2).view(x.sizes()).to(x.scalar_type());
-      term = term - (x * t).sum();
+    if (pos) {
+      const at::Tensor here = (pos->anchor >= offset) & (pos->anchor < offset + hw);
+      const at::Tensor xs = x.flatten(2).index({pos->image.index({here}), pos->cls.index({here}), pos->anchor.index({here}) - offset});
+      term = term - (xs * pos->score.index({here}).to(x.scalar_type())).sum();
     }
     total = total.defined() ? total + term : term;
     offset += hw;
@@ -199,7 +213,7 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
   const at::Tensor gt = preprocess(targets, batch_size, imgsz);
   at::Tensor loss_box = at::zeros({}, options), loss_dfl = loss_box, loss_cls;
   if (gt.size(1) == 0) {  // no boxes in the batch: every target score is 0, tss = max(0, 1)
-    loss_cls = class_loss(parts.logits, at::Tensor());
+    loss_cls = class_loss(parts.logits, nullptr);
   } else {
     const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
     const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
@@ -213,7 +227,8 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
                     anchors * strides, gt_labels, gt_bboxes, mask_gt);
     }
     const at::Tensor tss = at::clamp_min(a.target_scores.sum(), 1);  // max(sum, 1)
-    loss_cls = class_loss(parts.logits, a.target_scores) / tss;
+    const Positives pos = positives_of(a);
+    loss_cls = class_loss(parts.logits, &pos) / tss;
     if (a.fg_mask.any().item<bool>()) {
       std::tie(loss_box, loss_dfl) = bbox_loss(*this, pred_distri, anchors, a.target_bboxes / strides, a.target_scores,
                                                tss, a.fg_mask, options_.reg_max);
