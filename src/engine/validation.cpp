@@ -142,9 +142,9 @@ void take_ultralytics_args(const std::string& path, TrainConfig& cfg) {
 }  // namespace
 
 void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& report, const fs::path& dir) {
+  const std::vector<std::string> names = report.names;  // the jobs keep copies: the report may go first
   if (report.confusion) {
     const metrics::ConfusionMatrix cm = *report.confusion;
-    const std::vector<std::string> names = report.names;
     writer.submit_text(dir / "confusion_matrix.csv", cm.to_csv(names));
     for (const bool normalize : {true, false}) {  // Ultralytics' order
       writer.submit(dir / plots::confusion_matrix_file(normalize),
@@ -152,7 +152,6 @@ void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& 
     }
   }
   const metrics::DetMetrics metrics = report.metrics;
-  const std::vector<std::string> names = report.names;
   writer.submit(dir / "PR_curve.png", [=] { return plots::plot_pr_curve(metrics, names); });
   for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
     writer.submit(dir / plots::curve_file(which), [=] { return plots::plot_mc_curve(metrics, names, which); });

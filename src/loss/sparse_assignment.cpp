@@ -126,14 +126,14 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
   }
 
   // The positives, and each GT's best metric and overlap over them (the normalisation's terms).
-  at::Tensor target_gt_idx = at::zeros({B, A}, at::kLong), fg = at::zeros({B, A}, at::kFloat);
+  at::Tensor target_gt_idx = at::zeros({B, A}, at::kLong), fg = at::zeros({B, A}, at::kBool);
   int64_t* tgi = target_gt_idx.data_ptr<int64_t>();
-  float* fgp = fg.data_ptr<float>();
+  bool* fgp = fg.data_ptr<bool>();
   std::vector<float> gt_best_metric(static_cast<std::size_t>(B * M), 0.f), gt_best_overlap(static_cast<std::size_t>(B * M), 0.f);
   for (int64_t ba = 0; ba < B * A; ++ba) {
     if (owner[static_cast<std::size_t>(ba)] < 0) continue;
     tgi[ba] = owner[static_cast<std::size_t>(ba)];
-    fgp[ba] = 1.f;
+    fgp[ba] = true;
     const int64_t p = owner_pair[static_cast<std::size_t>(ba)];
     if (p < 0) continue;  // given to a GT it is not inside: metric and overlap 0
     const auto bg = static_cast<std::size_t>(pairs.gt[static_cast<std::size_t>(p)]);
@@ -155,7 +155,7 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
     const auto bg = static_cast<std::size_t>(pairs.gt[static_cast<std::size_t>(p)]);
     ts[ba * C + tl[ba]] = am[p] * gt_best_overlap[bg] / (gt_best_metric[bg] + eps);
   }
-  return {target_labels, target_bboxes, target_scores, fg.to(at::kBool), target_gt_idx};
+  return {target_labels, target_bboxes, target_scores, fg, target_gt_idx};
 }
 
 }  // namespace yolotrain::loss

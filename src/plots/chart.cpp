@@ -14,7 +14,6 @@ namespace {
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 const cv::Scalar kFrame(60, 60, 60), kGrid(225, 225, 225);
 
-
 // A dotted polyline: short dashes every few pixels along the path.
 void dotted_line(cv::Mat& m, const std::vector<cv::Point2d>& pts, const cv::Scalar& color, int thickness) {
   const double dash = 4.0 * thickness, gap = 3.0 * thickness;
@@ -79,6 +78,13 @@ void put_text_vertical(cv::Mat& m, const std::string& s, cv::Point anchor, doubl
   if (inside.empty()) return;
   cv::Mat dst = m(inside);
   cv::min(dst, strip(cv::Rect(inside.x - at.x, inside.y - at.y, inside.width, inside.height)), dst);  // dark text over
+}
+
+data::Image to_image(const cv::Mat& m) {
+  CV_Assert(m.type() == CV_8UC3);
+  data::Image out(m.rows, m.cols);
+  m.copyTo(cv::Mat(m.rows, m.cols, CV_8UC3, out.pixels.data()));
+  return out;
 }
 
 cv::Scalar cycle_color(std::size_t i) {

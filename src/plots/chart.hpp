@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "yolotrain/data/image.hpp"
+
 namespace yolotrain::plots::detail {
 
 /// matplotlib's first two default colours (tab:blue, tab:orange), as B, G, R.
@@ -63,6 +65,9 @@ void put_text(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, 
 /// put_text() turned a quarter left (reading upwards), drawn darkening what is under it.
 void put_text_vertical(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, int thickness, double align_x,
                        double align_y);
+
+/// The BGR picture `m` (CV_8UC3) as the library's image (what every plot returns).
+data::Image to_image(const cv::Mat& m);
 
 /// Draws `panel` into `area` of `canvas`: a framed plot with ticks and their values, the title
 /// above, axis labels, each series, and the legend in the upper right when asked.

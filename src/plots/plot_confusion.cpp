@@ -149,9 +149,7 @@ data::Image plot_confusion_matrix(const metrics::ConfusionMatrix& matrix, const 
   detail::put_text(m, title, {kLeft + kSide / 2, kTop / 2}, 1.8, 3, 0.5, 0.5);
   detail::put_text(m, "True", {kLeft + kSide / 2, std::min(kHeight - 60, kTop + kSide + below + 50)}, 1.5, 2, 0.5, 0.0);
   detail::put_text_vertical(m, "Predicted", {150, kTop + kSide / 2}, 1.5, 2, 0.0, 0.5);
-  data::Image out(kHeight, kWidth);
-  std::copy(m.datastart, m.dataend, out.pixels.begin());
-  return out;
+  return detail::to_image(m);
 }
 
 }  // namespace yolotrain::plots

@@ -35,9 +35,7 @@ data::Image render(detail::Panel& panel) {
   panel.fixed_unit_range = true;
   cv::Mat canvas(kHeight, kWidth, CV_8UC3, cv::Scalar(255, 255, 255));
   detail::draw_panel(canvas, cv::Rect(0, 0, kWidth, kHeight), panel);
-  data::Image out(kHeight, kWidth);
-  std::copy(canvas.datastart, canvas.dataend, out.pixels.begin());
-  return out;
+  return detail::to_image(canvas);
 }
 
 bool has_curves(const metrics::DetMetrics& m) { return m.px.defined() && m.px.numel() > 0 && !m.ap_class_index.empty(); }

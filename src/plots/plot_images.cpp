@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chart.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/predict/annotate.hpp"
 
@@ -47,8 +48,7 @@ data::Image plot_images(const ImagesPlot& p) {
     w = static_cast<int>(std::ceil(scale * w));
     cv::resize(mosaic, mosaic, cv::Size(w * ns, h * ns));
   }
-  data::Image out(mosaic.rows, mosaic.cols);
-  std::copy(mosaic.datastart, mosaic.dataend, out.pixels.begin());
+  data::Image out = detail::to_image(mosaic);
   cv::Mat im(out.height, out.width, CV_8UC3, out.pixels.data());
 
   const int fs = static_cast<int>((h + w) * ns * 0.01);  // Ultralytics' font size

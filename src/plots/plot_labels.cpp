@@ -123,9 +123,7 @@ data::Image plot_labels(const std::vector<data::Box>& boxes, const std::vector<s
   histogram_2d(m, 0, kTile, boxes, [](const data::Box& b) { return std::pair<double, double>(b.x, b.y); }, "x", "y");
   histogram_2d(m, kTile, kTile, boxes, [](const data::Box& b) { return std::pair<double, double>(b.w, b.h); }, "width",
                "height");
-  data::Image out(m.rows, m.cols);
-  std::copy(m.datastart, m.dataend, out.pixels.begin());
-  return out;
+  return detail::to_image(m);
 }
 
 }  // namespace yolotrain::plots

@@ -85,9 +85,7 @@ data::Image plot_results(const std::string& results_csv) {
     const cv::Rect area((i % cols) * width / cols, (i / cols) * height / rows, width / cols, height / rows);
     detail::draw_panel(canvas, area, panel);
   }
-  data::Image out(height, width);
-  std::copy(canvas.datastart, canvas.dataend, out.pixels.begin());
-  return out;
+  return detail::to_image(canvas);
 }
 
 }  // namespace yolotrain::plots
