@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "augment_into.hpp"
 #include "opencv_view.hpp"
 
 namespace yolotrain::data {
 namespace {
 
-using detail::from_mat;
+using detail::expect_written;
+using detail::output;
 using detail::view;
 
 constexpr double kPi = 3.14159265358979323846;
@@ -25,9 +27,11 @@ void scale_boxes(std::vector<PixelBox>& boxes, double sx, double sy, double dx =
 }
 
 Image resized(const Image& img, int w, int h, int interp) {
-  cv::Mat dst;
+  Image out;
+  cv::Mat dst = output(out, h, w);
   cv::resize(view(img), dst, cv::Size(w, h), 0, 0, interp);
-  return from_mat(dst);
+  expect_written(dst, out);
+  return out;
 }
 
 /// Transforms box corners by M (3x3), taking the min/max of the 4 corners, clipped to (w, h).
@@ -74,47 +78,68 @@ LetterboxInfo letterbox(Labelled& s, int new_h, int new_w, bool auto_pad, bool s
   auto pyround = [](double v) { return static_cast<int>(std::nearbyint(v)); };
   const int top = pyround(dh - 0.1), bottom = pyround(dh + 0.1);
   const int left = pyround(dw - 0.1), right = pyround(dw + 0.1);
-  cv::Mat dst;
+  Image padded;
+  cv::Mat dst = output(padded, s.image.height + top + bottom, s.image.width + left + right);
   cv::copyMakeBorder(view(s.image), dst, top, bottom, left, right, cv::BORDER_CONSTANT,
                      cv::Scalar(114, 114, 114));
-  s.image = from_mat(dst);
+  expect_written(dst, padded);
+  s.image = std::move(padded);
   LetterboxInfo info{static_cast<double>(uh) / h, static_cast<double>(uw) / w, double(left), double(top)};
   scale_boxes(s.boxes, info.ratio_w, info.ratio_h, left, top);
   return info;
 }
 
-Labelled mosaic4(const std::vector<Labelled>& four, int s, Rng& rng) {
+namespace detail {
+
+std::pair<int, int> mosaic_centre(int s, Rng& rng) {
   const int xc = static_cast<int>(rng.uniform(s / 2, 2 * s - s / 2));
   const int yc = static_cast<int>(rng.uniform(s / 2, 2 * s - s / 2));
-  Labelled out;
-  out.image = Image(2 * s, 2 * s, 114);
-  cv::Mat canvas = view(out.image);
-  for (int i = 0; i < 4; ++i) {
-    const Image& img = four[i].image;
-    const int h = img.height, w = img.width;
-    int x1a, y1a, x2a, y2a, x1b, y1b, x2b, y2b;
-    if (i == 0) {
-      x1a = std::max(xc - w, 0), y1a = std::max(yc - h, 0), x2a = xc, y2a = yc;
-      x1b = w - (x2a - x1a), y1b = h - (y2a - y1a), x2b = w, y2b = h;
-    } else if (i == 1) {
-      x1a = xc, y1a = std::max(yc - h, 0), x2a = std::min(xc + w, 2 * s), y2a = yc;
-      x1b = 0, y1b = h - (y2a - y1a), x2b = std::min(w, x2a - x1a), y2b = h;
-    } else if (i == 2) {
-      x1a = std::max(xc - w, 0), y1a = yc, x2a = xc, y2a = std::min(2 * s, yc + h);
-      x1b = w - (x2a - x1a), y1b = 0, x2b = w, y2b = std::min(y2a - y1a, h);
-    } else {
-      x1a = xc, y1a = yc, x2a = std::min(xc + w, 2 * s), y2a = std::min(2 * s, yc + h);
-      x1b = 0, y1b = 0, x2b = std::min(w, x2a - x1a), y2b = std::min(y2a - y1a, h);
-    }
-    if (x2a > x1a && y2a > y1a)
-      view(img)(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(canvas(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a)));
-    const int padw = x1a - x1b, padh = y1a - y1b;
-    for (PixelBox b : four[i].boxes) {
-      b.x1 = std::clamp(b.x1 + padw, 0.f, 2.f * s), b.x2 = std::clamp(b.x2 + padw, 0.f, 2.f * s);
-      b.y1 = std::clamp(b.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(b.y2 + padh, 0.f, 2.f * s);
-      if ((b.x2 - b.x1) * (b.y2 - b.y1) > 0) out.boxes.push_back(b);
-    }
+  return {xc, yc};
+}
+
+void mosaic_canvas(Labelled& canvas, int s) {
+  output(canvas.image, 2 * s, 2 * s);
+  std::fill(canvas.image.pixels.begin(), canvas.image.pixels.end(), std::uint8_t{114});
+  canvas.boxes.clear();
+}
+
+void mosaic_place(Labelled& canvas, const Image& img, const std::vector<PixelBox>& boxes, int i,
+                  std::pair<int, int> centre, int s) {
+  const auto [xc, yc] = centre;
+  const int h = img.height, w = img.width;
+  int x1a, y1a, x2a, y2a, x1b, y1b, x2b, y2b;
+  if (i == 0) {
+    x1a = std::max(xc - w, 0), y1a = std::max(yc - h, 0), x2a = xc, y2a = yc;
+    x1b = w - (x2a - x1a), y1b = h - (y2a - y1a), x2b = w, y2b = h;
+  } else if (i == 1) {
+    x1a = xc, y1a = std::max(yc - h, 0), x2a = std::min(xc + w, 2 * s), y2a = yc;
+    x1b = 0, y1b = h - (y2a - y1a), x2b = std::min(w, x2a - x1a), y2b = h;
+  } else if (i == 2) {
+    x1a = std::max(xc - w, 0), y1a = yc, x2a = xc, y2a = std::min(2 * s, yc + h);
+    x1b = w - (x2a - x1a), y1b = 0, x2b = w, y2b = std::min(y2a - y1a, h);
+  } else {
+    x1a = xc, y1a = yc, x2a = std::min(xc + w, 2 * s), y2a = std::min(2 * s, yc + h);
+    x1b = 0, y1b = 0, x2b = std::min(w, x2a - x1a), y2b = std::min(y2a - y1a, h);
   }
+  if (x2a > x1a && y2a > y1a) {
+    cv::Mat tile = view(canvas.image)(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a));
+    view(img)(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(tile);
+  }
+  const int padw = x1a - x1b, padh = y1a - y1b;
+  for (PixelBox b : boxes) {
+    b.x1 = std::clamp(b.x1 + padw, 0.f, 2.f * s), b.x2 = std::clamp(b.x2 + padw, 0.f, 2.f * s);
+    b.y1 = std::clamp(b.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(b.y2 + padh, 0.f, 2.f * s);
+    if ((b.x2 - b.x1) * (b.y2 - b.y1) > 0) canvas.boxes.push_back(b);
+  }
+}
+
+}  // namespace detail
+
+Labelled mosaic4(const std::vector<Labelled>& four, int s, Rng& rng) {
+  const auto centre = detail::mosaic_centre(s, rng);
+  Labelled out;
+  detail::mosaic_canvas(out, s);
+  for (int i = 0; i < 4; ++i) detail::mosaic_place(out, four[i].image, four[i].boxes, i, centre, s);
   return out;
 }
 
@@ -125,7 +150,8 @@ bool box_candidate(const PixelBox& a, const PixelBox& b, double wh_thr, double a
   return w2 > wh_thr && h2 > wh_thr && w2 * h2 / (w1 * h1 + eps) > area_thr && ar < ar_thr;
 }
 
-void random_perspective(Labelled& s, const AugmentConfig& cfg, Rng& rng, int border) {
+void detail::random_perspective_into(const Labelled& s, Labelled& out, const AugmentConfig& cfg, Rng& rng,
+                                     int border) {
   const int height = s.image.height + border * 2, width = s.image.width + border * 2;
   cv::Matx33d C = cv::Matx33d::eye(), P = cv::Matx33d::eye(), R = cv::Matx33d::eye(), S = cv::Matx33d::eye(),
               T = cv::Matx33d::eye();
@@ -144,24 +170,31 @@ void random_perspective(Labelled& s, const AugmentConfig& cfg, Rng& rng, int bor
   const cv::Matx33d M = T * S * R * P * C;
   const bool perspective = cfg.perspective != 0;
   if (border != 0 || M != cv::Matx33d::eye()) {
-    cv::Mat dst;
+    cv::Mat dst = output(out.image, height, width);
     if (perspective)
       cv::warpPerspective(view(s.image), dst, cv::Mat(M), cv::Size(width, height), cv::INTER_LINEAR,
                           cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
     else
       cv::warpAffine(view(s.image), dst, cv::Mat(M).rowRange(0, 2), cv::Size(width, height), cv::INTER_LINEAR,
                      cv::BORDER_CONSTANT, cv::Scalar(114, 114, 114));
-    s.image = from_mat(dst);
+    expect_written(dst, out.image);
+  } else {
+    out.image = s.image;
   }
-  std::vector<PixelBox> kept;
+  out.boxes.clear();
   for (const auto& b : s.boxes) {
     const PixelBox nb = warp_box(b, M, perspective, width, height);
     PixelBox before = b;  // Ultralytics compares against the boxes scaled by s
     before.x1 *= static_cast<float>(sc), before.x2 *= static_cast<float>(sc);
     before.y1 *= static_cast<float>(sc), before.y2 *= static_cast<float>(sc);
-    if (box_candidate(before, nb)) kept.push_back(nb);
+    if (box_candidate(before, nb)) out.boxes.push_back(nb);
   }
-  s.boxes = std::move(kept);
+}
+
+void random_perspective(Labelled& s, const AugmentConfig& cfg, Rng& rng, int border) {
+  Labelled out;
+  detail::random_perspective_into(s, out, cfg, rng, border);
+  s = std::move(out);
 }
 
 void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng) {
@@ -169,7 +202,7 @@ void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng) {
   const double rs = rng.uniform(-1, 1) * cfg.hsv_s + 1;
   const double rv = rng.uniform(-1, 1) * cfg.hsv_v + 1;
   if (cfg.hsv_h == 0 && cfg.hsv_s == 0 && cfg.hsv_v == 0) return;
-  cv::Mat hsv;
+  thread_local cv::Mat hsv;  // reused: one buffer per thread, not one per image
   cv::cvtColor(view(image), hsv, cv::COLOR_BGR2HSV);
   cv::Mat lut(1, 256, CV_8UC3);
   for (int x = 0; x < 256; ++x) {
@@ -186,18 +219,16 @@ void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng) {
 void random_flip(Labelled& s, const AugmentConfig& cfg, Rng& rng) {
   const float w = static_cast<float>(s.image.width), h = static_cast<float>(s.image.height);
   if (rng.uniform() < cfg.flipud) {
-    cv::Mat flipped;
-    cv::flip(view(s.image), flipped, 0);
-    s.image = from_mat(flipped);
+    cv::Mat pixels = view(s.image);
+    cv::flip(pixels, pixels, 0);  // in place
     for (auto& b : s.boxes) {
       const float y1 = h - b.y2, y2 = h - b.y1;
       b.y1 = y1, b.y2 = y2;
     }
   }
   if (rng.uniform() < cfg.fliplr) {
-    cv::Mat flipped;
-    cv::flip(view(s.image), flipped, 1);
-    s.image = from_mat(flipped);
+    cv::Mat pixels = view(s.image);
+    cv::flip(pixels, pixels, 1);  // in place
     for (auto& b : s.boxes) {
       const float x1 = w - b.x2, x2 = w - b.x1;
       b.x1 = x1, b.x2 = x2;

@@ -2,6 +2,7 @@
 #include "yolotrain/data/loader.hpp"
 
 #include <ATen/ATen.h>
+#include <opencv2/core/utility.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -19,21 +20,19 @@
 namespace yolotrain::data {
 namespace {
 
+/// A built sample: its pixels are already in its batch's tensor.
 struct Slot {
-  Labelled sample;
+  std::vector<PixelBox> boxes;
   LetterboxInfo info;
   std::exception_ptr error;
 };
 
-/// Copies BGR HWC uint8 into RGB CHW float / 255.
-void to_chw(const Image& im, float* dst) {
+/// Copies BGR HWC into RGB CHW (Ultralytics' collate layout), uint8 both.
+void to_chw(const Image& im, std::uint8_t* dst) {
   const std::size_t plane = static_cast<std::size_t>(im.height) * im.width;
   const std::uint8_t* p = im.pixels.data();
-  for (std::size_t i = 0; i < plane; ++i, p += 3) {
-    dst[i] = p[2] / 255.f;
-    dst[plane + i] = p[1] / 255.f;
-    dst[2 * plane + i] = p[0] / 255.f;
-  }
+  std::uint8_t *r = dst, *g = dst + plane, *b = dst + 2 * plane;
+  for (std::size_t i = 0; i < plane; ++i, p += 3) r[i] = p[2], g[i] = p[1], b[i] = p[0];
 }
 
 }  // namespace
@@ -42,7 +41,9 @@ struct Loader::Impl {
   Dataset dataset;
   LoaderOptions opt;
   std::unique_ptr<detail::RamCache> cache;
+  std::unique_ptr<detail::RecentImages> recent;
   detail::PipelineContext ctx;
+  detail::SampleBuffers caller_buffers;  // workers = 0: the caller's thread builds the samples
 
   std::mutex mutex;
   std::condition_variable work_cv, done_cv;
@@ -50,10 +51,12 @@ struct Loader::Impl {
   std::uint64_t generation = 0;
   int epoch = 0;
   std::int64_t batch = 0;  // next batch next() returns
-  std::vector<std::size_t> order;
+  std::shared_ptr<const std::vector<std::size_t>> global_order;  // the whole epoch order (partners)
+  std::vector<std::size_t> order;           // this rank's records, by local position
   std::vector<std::pair<int, int>> shapes;  // rect batch shapes
   std::size_t next_task = 0, consumed = 0;
   std::map<std::size_t, Slot> ready;
+  std::map<std::size_t, at::Tensor> pixels;  // batch index -> its uint8 [B,3,H,W], filled by the workers
   std::vector<std::thread> threads;
   std::mutex join_mutex;  // stop() may be called from another thread and again by the destructor
 
@@ -66,20 +69,54 @@ struct Loader::Impl {
     return opt.rect ? shapes[position / opt.batch] : std::make_pair(opt.imgsz, opt.imgsz);
   }
 
-  Slot produce(int ep, std::size_t position, std::size_t index, std::pair<int, int> shape) const {
+  /// The uint8 tensor batch `pos / batch` is assembled in (made by the first sample that needs it).
+  at::Tensor batch_pixels(std::size_t pos) {
+    const std::size_t b = pos / opt.batch;
+    at::Tensor& t = pixels[b];
+    if (!t.defined()) {
+      const std::size_t begin = b * opt.batch, size = std::min<std::size_t>(opt.batch, order.size() - begin);
+      const auto [h, w] = shape_of(begin);
+      t = at::empty({static_cast<std::int64_t>(size), 3, h, w}, at::kByte);
+    }
+    return t;
+  }
+
+  /// One sample's work, outside the lock: local position `pos` of epoch `ep`, written into `img`.
+  struct Task {
+    int epoch = 0;
+    std::size_t pos = 0;
+    std::shared_ptr<const std::vector<std::size_t>> order;
+    std::pair<int, int> shape;
+    at::Tensor img;
+  };
+
+  Task next_task_locked(std::size_t pos) {
+    return {epoch, pos, global_order, shape_of(pos), batch_pixels(pos)};
+  }
+
+  Slot produce(const Task& t, detail::SampleBuffers& buffers) const {
     Slot slot;
     try {
-      slot.sample = detail::build_sample(ctx, ep, position, index, shape, slot.info);
+      detail::build_sample(ctx, t.epoch, global(t.pos), *t.order, t.shape, buffers, slot.info);
+      const Image& im = buffers.sample.image;
+      if (im.height != t.shape.first || im.width != t.shape.second)
+        throw Error("a " + std::to_string(im.height) + "x" + std::to_string(im.width) + " sample in a batch of " +
+                    std::to_string(t.shape.first) + "x" + std::to_string(t.shape.second));
+      const std::size_t k = t.pos % opt.batch;
+      to_chw(im, t.img.data_ptr<std::uint8_t>() + k * im.pixels.size());
+      slot.boxes = std::move(buffers.sample.boxes);
     } catch (const std::exception& e) {
-      slot.error = std::make_exception_ptr(Error("data loader: sample " + std::to_string(position) + " of epoch " +
-                                                 std::to_string(ep) + " (" + dataset.records[index].image.string() +
-                                                 "): " + e.what()));
+      const std::size_t record = order[t.pos];
+      slot.error = std::make_exception_ptr(Error("data loader: sample " + std::to_string(global(t.pos)) + " of epoch " +
+                                                 std::to_string(t.epoch) + " (" +
+                                                 dataset.records[record].image.string() + "): " + e.what()));
     }
     return slot;
   }
 
   void work() {
     lifecycle::block_lifecycle_signals_in_this_thread();
+    detail::SampleBuffers buffers;
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
       const std::size_t window = consumed + static_cast<std::size_t>(opt.prefetch_batches) * opt.batch;
@@ -87,16 +124,13 @@ struct Loader::Impl {
         work_cv.wait(lock);
         continue;
       }
-      const std::size_t pos = next_task++;
+      const Task task = next_task_locked(next_task++);
       const std::uint64_t gen = generation;
-      const int ep = epoch;
-      const std::size_t index = order[pos];
-      const auto shape = shape_of(pos);
       lock.unlock();
-      Slot slot = produce(ep, global(pos), index, shape);
+      Slot slot = produce(task, buffers);
       lock.lock();
       if (gen == generation) {
-        ready[pos] = std::move(slot);
+        ready[task.pos] = std::move(slot);
         done_cv.notify_all();
       }
     }
@@ -106,7 +140,14 @@ struct Loader::Impl {
 
   /// Waits for sample `pos`; nothing when the token asks to stop first (the sample stays queued).
   std::optional<Slot> take(std::size_t pos) {
-    if (threads.empty()) return produce(epoch, global(pos), order[pos], shape_of(pos));
+    if (threads.empty()) {
+      Task task;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        task = next_task_locked(pos);
+      }
+      return produce(task, caller_buffers);
+    }
     std::unique_lock<std::mutex> lock(mutex);
     const auto poll = std::chrono::milliseconds(opt.token ? 10 : 1000);
     while (!stopping && !ready.count(pos)) {
@@ -131,8 +172,13 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : impl_(std::make_
   d.dataset = dataset;
   d.opt = options;
   if (options.cache_ram) d.cache = std::make_unique<detail::RamCache>(dataset.size());
-  d.ctx = {&d.dataset, &d.opt, d.cache.get()};
+  else if (options.augment && options.hyp.mosaic > 0)
+    d.recent = std::make_unique<detail::RecentImages>(detail::recent_images_capacity(options, dataset.size()));
+  d.ctx = {&d.dataset, &d.opt, d.cache.get(), d.recent.get()};
   seek(0, 0);
+  // As Ultralytics (cv2.setNumThreads(0) at import): OpenCV's own thread pool would compete with
+  // the workers (and the training threads) for the same cores. Process-wide, like theirs.
+  if (options.workers > 0) cv::setNumThreads(0);
   for (int i = 0; i < options.workers; ++i) d.threads.emplace_back([&d] { d.work(); });
 }
 
@@ -160,15 +206,13 @@ void Loader::seek(int epoch, std::int64_t batch_index) {
     ++d.generation;
     d.epoch = epoch;
     d.batch = batch_index;
-    d.order = detail::epoch_order(d.dataset, d.opt, epoch);
-    if (d.opt.world_size > 1) {
-      std::vector<std::size_t> shard;
-      for (std::size_t p : shard_positions(d.order.size(), d.opt.rank, d.opt.world_size))
-        shard.push_back(d.order[p % d.order.size()]);
-      d.order = std::move(shard);
-    }
+    d.global_order = std::make_shared<const std::vector<std::size_t>>(detail::epoch_order(d.dataset, d.opt, epoch));
+    const std::vector<std::size_t>& all = *d.global_order;
+    d.order.clear();
+    for (std::size_t p : shard_positions(all.size(), d.opt.rank, d.opt.world_size)) d.order.push_back(all[p % all.size()]);
     if (d.opt.rect) d.shapes = detail::rect_batch_shapes(d.dataset, d.opt, d.order);
     d.ready.clear();
+    d.pixels.clear();  // workers still busy with an old batch hold its tensor themselves
     d.next_task = d.consumed = std::min(d.order.size(), static_cast<std::size_t>(batch_index) * d.opt.batch);
   }
   d.work_cv.notify_all();
@@ -190,30 +234,29 @@ std::optional<Batch> Loader::next() {
     }
     slots.push_back(std::move(*slot));
   }
+  Batch b;
   {
     std::lock_guard<std::mutex> lock(d.mutex);
     for (std::size_t p = begin; p < end; ++p) d.ready.erase(p);
     d.consumed = end;
+    const auto it = d.pixels.find(static_cast<std::size_t>(d.batch));
+    b.img = std::move(it->second);
+    d.pixels.erase(it);
   }
   d.work_cv.notify_all();
 
-  Batch b;
   b.epoch = d.epoch;
   b.index = d.batch++;
   const int B = static_cast<int>(slots.size());
-  const int H = slots[0].sample.image.height, W = slots[0].sample.image.width;
-  b.img = at::empty({B, 3, H, W}, at::kFloat);
+  const int H = static_cast<int>(b.img.size(2)), W = static_cast<int>(b.img.size(3));
   std::vector<float> idx, cls, boxes;
   for (int i = 0; i < B; ++i) {
-    const Labelled& s = slots[i].sample;
-    if (s.image.height != H || s.image.width != W) throw Error("data loader: images of one batch differ in size");
-    to_chw(s.image, b.img.data_ptr<float>() + static_cast<std::size_t>(i) * 3 * H * W);
     const ImageRecord& rec = d.dataset.records[d.order[begin + i]];
     b.im_file.push_back(rec.image.string());
     b.ori_shape.emplace_back(rec.height, rec.width);
     b.resized_shape.emplace_back(H, W);
     b.ratio_pad.push_back(slots[i].info);
-    for (const PixelBox& p : s.boxes) {
+    for (const PixelBox& p : slots[i].boxes) {
       idx.push_back(static_cast<float>(i));
       cls.push_back(static_cast<float>(p.cls));
       boxes.insert(boxes.end(), {(p.x1 + p.x2) / 2 / W, (p.y1 + p.y2) / 2 / H, (p.x2 - p.x1) / W, (p.y2 - p.y1) / H});
@@ -267,7 +310,7 @@ const LoaderOptions& Loader::options() const { return impl_->opt; }
 
 Labelled make_sample(const Dataset& dataset, const LoaderOptions& options, int epoch, std::size_t position,
                      LetterboxInfo* info) {
-  const detail::PipelineContext ctx{&dataset, &options, nullptr};
+  const detail::PipelineContext ctx{&dataset, &options, nullptr, nullptr};
   const auto order = detail::epoch_order(dataset, options, epoch);
   std::pair<int, int> shape{options.imgsz, options.imgsz};
   if (options.rect) shape = detail::rect_batch_shapes(dataset, options, order)[position / options.batch];
@@ -275,7 +318,13 @@ Labelled make_sample(const Dataset& dataset, const LoaderOptions& options, int e
   const auto world = static_cast<std::size_t>(std::max(1, options.world_size));
   if (position >= (order.size() + world - 1) / world * world)
     throw Error("data loader: sample " + std::to_string(position) + " is outside the epoch");
-  return detail::build_sample(ctx, epoch, position, order[position % order.size()], shape, info ? *info : local);
+  detail::SampleBuffers buffers;
+  detail::build_sample(ctx, epoch, position, order, shape, buffers, info ? *info : local);
+  return std::move(buffers.sample);
+}
+
+at::Tensor preprocess_images(const at::Tensor& img, const at::Device& device) {
+  return at::div(img.to(device, /*non_blocking=*/true), 255);  // uint8 -> float32 / 255, one pass
 }
 
 }  // namespace yolotrain::data

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
+#include "augment_into.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::data::detail {
@@ -16,40 +18,66 @@ bool closed(const LoaderOptions& opt, int epoch) {
   return opt.close_mosaic > 0 && epoch >= opt.epochs - opt.close_mosaic;
 }
 
-/// Decodes record `i`, resized to long side imgsz (boxes in its pixels); cached when asked.
-Labelled load(const PipelineContext& ctx, std::size_t i) {
-  const ImageRecord& rec = ctx.dataset->records[i];
+/// A loaded image: decoded and resized to long side imgsz, owned or shared with a cache.
+struct Loaded {
+  Image owned;
+  std::shared_ptr<const Image> shared;
+  std::vector<PixelBox> boxes;  ///< in its pixels
+  const Image& image() const { return shared ? *shared : owned; }
+  /// As a Labelled the caller may change (a copy when the pixels are shared).
+  Labelled take() { return {shared ? *shared : std::move(owned), std::move(boxes)}; }
+};
+
+Image decode_resized(const PipelineContext& ctx, std::size_t record) {
   const LoaderOptions& opt = *ctx.options;
-  Labelled s;
-  std::shared_ptr<const Image> cached = ctx.cache ? ctx.cache->get(i) : nullptr;
-  if (cached) {
-    s.image = *cached;
-  } else {
-    s.image = decode_image(rec.image, opt.dct_scaling ? opt.imgsz : 0);
-    resize_long_side(s, opt.imgsz);
-    if (ctx.cache) ctx.cache->put(i, std::make_shared<const Image>(s.image));
-  }
-  const float w = static_cast<float>(s.image.width), h = static_cast<float>(s.image.height);
-  for (const Box& b : rec.boxes)
-    s.boxes.push_back({b.cls, (b.x - b.w / 2) * w, (b.y - b.h / 2) * h, (b.x + b.w / 2) * w, (b.y + b.h / 2) * h});
-  return s;
+  Labelled s{decode_image(ctx.dataset->records[record].image, opt.dct_scaling ? opt.imgsz : 0), {}};
+  resize_long_side(s, opt.imgsz);
+  return std::move(s.image);
 }
 
-/// Mosaic (or letterbox) + random perspective: Ultralytics' pre-transform of the training pipeline.
-Labelled geometric(const PipelineContext& ctx, std::size_t index, bool mosaic, Rng& rng) {
+/// Loads `record`: from the RAM cache when there is one, else from the recent images under `key`
+/// (the record's epoch position) when it has one, else decoded here.
+Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<RecentImages::Key> key) {
+  Loaded l;
+  if (ctx.cache) {
+    if (!(l.shared = ctx.cache->get(record))) ctx.cache->put(record, l.shared = std::make_shared<const Image>(decode_resized(ctx, record)));
+  } else if (ctx.recent && key) {
+    if (!(l.shared = ctx.recent->get(*key)))
+      ctx.recent->put(*key, l.shared = std::make_shared<const Image>(decode_resized(ctx, record)));
+  } else {
+    l.owned = decode_resized(ctx, record);
+  }
+  const float w = static_cast<float>(l.image().width), h = static_cast<float>(l.image().height);
+  for (const Box& b : ctx.dataset->records[record].boxes)
+    l.boxes.push_back({b.cls, (b.x - b.w / 2) * w, (b.y - b.h / 2) * h, (b.x + b.w / 2) * w, (b.y + b.h / 2) * h});
+  return l;
+}
+
+/// Mosaic (or letterbox) + random perspective of `main` into `buffers.sample`: Ultralytics'
+/// pre-transform of the training pipeline. Mosaic partners are the records at random positions of
+/// the window of `order` that ends at `position` (Ultralytics' buffer of recently loaded images).
+void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::size_t>& order, std::size_t position,
+               Loaded main, bool mosaic, Rng& rng, SampleBuffers& buffers) {
   const LoaderOptions& opt = *ctx.options;
   const int s = opt.imgsz;
   if (mosaic && rng.uniform() < opt.hyp.mosaic) {
-    std::vector<Labelled> four{load(ctx, index)};
-    for (int k = 0; k < 3; ++k) four.push_back(load(ctx, rng.below(ctx.dataset->size())));
-    Labelled m = mosaic4(four, s, rng);
-    random_perspective(m, opt.hyp, rng, -s / 2);
-    return m;
+    const std::size_t n = order.size(), w = mosaic_window(opt, n), p = position % n;
+    const std::size_t first = p + 1 >= w ? p + 1 - w : 0;
+    std::vector<Loaded> four;
+    four.push_back(std::move(main));
+    for (int k = 0; k < 3; ++k) {
+      const std::size_t q = first + rng.below(w);
+      four.push_back(load(ctx, order[q], RecentImages::Key{epoch, q}));
+    }
+    const auto centre = mosaic_centre(s, rng);
+    mosaic_canvas(buffers.canvas, s);
+    for (int i = 0; i < 4; ++i) mosaic_place(buffers.canvas, four[i].image(), four[i].boxes, i, centre, s);
+    random_perspective_into(buffers.canvas, buffers.sample, opt.hyp, rng, -s / 2);
+    return;
   }
-  Labelled one = load(ctx, index);
+  Labelled one = main.take();
   letterbox(one, s, s, false, true, opt.stride);
-  random_perspective(one, opt.hyp, rng, 0);
-  return one;
+  random_perspective_into(one, buffers.sample, opt.hyp, rng, 0);
 }
 
 }  // namespace
@@ -91,28 +119,58 @@ std::vector<std::pair<int, int>> rect_batch_shapes(const Dataset& ds, const Load
   return shapes;
 }
 
-Labelled build_sample(const PipelineContext& ctx, int epoch, std::size_t position, std::size_t index,
-                      std::pair<int, int> shape, LetterboxInfo& info) {
+std::size_t mosaic_window(const LoaderOptions& opt, std::size_t n) {
+  const auto global_batch = static_cast<std::size_t>(opt.batch) * static_cast<std::size_t>(std::max(1, opt.world_size));
+  return std::max<std::size_t>(1, std::min({n, 8 * global_batch, std::size_t{1000}}));
+}
+
+std::size_t recent_images_capacity(const LoaderOptions& opt, std::size_t n) {
+  const auto global_batch = static_cast<std::size_t>(opt.batch) * static_cast<std::size_t>(std::max(1, opt.world_size));
+  const std::size_t ahead = (static_cast<std::size_t>(std::max(0, opt.prefetch_batches)) + 1) * global_batch;
+  return std::min(n, mosaic_window(opt, n) + ahead);
+}
+
+std::shared_ptr<const Image> RecentImages::get(Key key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = images_.find(key);
+  return it == images_.end() ? nullptr : it->second;
+}
+
+void RecentImages::put(Key key, std::shared_ptr<const Image> image) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  images_.emplace(key, std::move(image));
+  while (images_.size() > capacity_) images_.erase(images_.begin());
+}
+
+void build_sample(const PipelineContext& ctx, int epoch, std::size_t position, const std::vector<std::size_t>& order,
+                  std::pair<int, int> shape, SampleBuffers& buffers, LetterboxInfo& info) {
   const LoaderOptions& opt = *ctx.options;
+  const std::size_t n = order.size(), index = order[position % n];
   const ImageRecord& rec = ctx.dataset->records[index];
+  std::optional<RecentImages::Key> key;  // images are reused only as mosaic partners
+  if (mosaic_enabled(opt, epoch)) key = RecentImages::Key{epoch, position % n};
+  Loaded main = load(ctx, index, key);
   if (!opt.augment) {
-    Labelled s = load(ctx, index);
+    Labelled s = main.take();
     const double g_h = double(s.image.height) / rec.height, g_w = double(s.image.width) / rec.width;
     const LetterboxInfo lb = letterbox(s, shape.first, shape.second, false, false, opt.stride);
     info = {g_h * lb.ratio_h, g_w * lb.ratio_w, lb.pad_x, lb.pad_y};
-    return s;
+    buffers.sample = std::move(s);
+    return;
   }
   Rng rng(opt.seed, static_cast<std::uint64_t>(epoch), position);
   const bool mosaic = !closed(opt, epoch) && opt.hyp.mosaic > 0;
-  Labelled s = geometric(ctx, index, mosaic, rng);
+  Labelled& s = buffers.sample;
+  geometric(ctx, epoch, order, position, std::move(main), mosaic, rng, buffers);
   if (!closed(opt, epoch) && opt.hyp.mixup > 0 && rng.uniform() < opt.hyp.mixup) {
-    const Labelled other = geometric(ctx, rng.below(ctx.dataset->size()), mosaic, rng);
-    mixup(s, other, rng);
+    const std::size_t other_index = rng.below(n);  // Ultralytics' MixUp: any image of the dataset
+    SampleBuffers other;
+    geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, rng, other);
+    mixup(s, other.sample, rng);
   }
   random_hsv(s.image, opt.hyp, rng);
   random_flip(s, opt.hyp, rng);
   info = {double(s.image.height) / rec.height, double(s.image.width) / rec.width, 0, 0};
-  return s;
 }
 
 }  // namespace yolotrain::data::detail

@@ -663,7 +663,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   if (plot_writer && epoch == 0 && b.index < 3) plots::plot_training_batch(*plot_writer, b, ema->ema()->names(), run_dir);
   schedule(ni);
   auto t0 = Clock::now();
-  at::Tensor img = b.img.to(device);
+  at::Tensor img = data::preprocess_images(b.img, device);
   if (cfg.multi_scale) img = multi_scale(img, ni);
   const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
   std::vector<at::Tensor> feats;

@@ -88,7 +88,7 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   pass.loader->seek(0, 0);
   while (auto b = pass.loader->next()) {
     if (stopped()) break;
-    const auto feats = pass.net->forward(b->img.to(pass.device).contiguous(pass.memory_format));
+    const auto feats = pass.net->forward(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
     if (pass.criterion) {
       const loss::Targets targets{b->batch_idx.to(pass.device), b->cls.to(pass.device), b->bboxes.to(pass.device)};
       const at::Tensor items = (*pass.criterion)(feats, targets).items.to(torch::kCPU, torch::kDouble);

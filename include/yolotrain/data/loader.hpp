@@ -48,7 +48,7 @@ struct LoaderOptions {
 
 /// One batch in Ultralytics' fields.
 struct Batch {
-  at::Tensor img;        ///< float32 [B,3,H,W], RGB / 255
+  at::Tensor img;        ///< uint8 [B,3,H,W] RGB, as Ultralytics' collate (see preprocess_images())
   at::Tensor batch_idx;  ///< float32 [N]
   at::Tensor cls;        ///< float32 [N,1]
   at::Tensor bboxes;     ///< float32 [N,4], normalized xywh
@@ -103,6 +103,10 @@ class Loader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Ultralytics' preprocess_batch for images: uint8 [B,3,H,W] to float32 / 255 on `device` (the
+/// copy first, so on a GPU the conversion runs there and a quarter of the bytes travel).
+at::Tensor preprocess_images(const at::Tensor& img, const at::Device& device);
 
 /// The global positions `rank` of `world_size` reads in an epoch of `size` samples, in order:
 /// rank, rank + world_size, ... below ceil(size / world_size) * world_size. Position p reads

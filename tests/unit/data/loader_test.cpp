@@ -63,7 +63,11 @@ TEST_CASE("loader: batches are byte-identical for 0 1 2 and 4 workers", "[data][
   REQUIRE(expected.size() == 6);
   CHECK(expected.back().img.size(0) == 2);  // 22 = 5*4 + 2: the last batch is short
   CHECK(expected[0].img.sizes() == at::IntArrayRef({4, 3, 128, 128}));
-  CHECK(expected[0].img.max().item<float>() <= 1.0f);
+  CHECK(expected[0].img.scalar_type() == at::kByte);  // Ultralytics' collate: uint8 RGB
+  const at::Tensor as_float = preprocess_images(expected[0].img, at::kCPU);
+  CHECK(as_float.scalar_type() == at::kFloat);
+  CHECK(as_float.max().item<float>() <= 1.0f);
+  CHECK(at::equal(as_float.mul(255).round().to(at::kByte), expected[0].img));
   CHECK(expected[0].bboxes.size(1) == 4);
   CHECK(expected[0].cls.size(1) == 1);
   for (int workers : {1, 2, 4}) {
@@ -74,6 +78,38 @@ TEST_CASE("loader: batches are byte-identical for 0 1 2 and 4 workers", "[data][
     for (std::size_t i = 0; i < got.size(); ++i) {
       INFO("workers " << workers << " batch " << i);
       CHECK(same(got[i], expected[i]));
+    }
+  }
+}
+
+namespace {
+
+/// Sample `position` built alone (no cache of any kind), as a batch's uint8 RGB CHW image.
+at::Tensor alone(const Dataset& ds, const LoaderOptions& o, int epoch, std::size_t position) {
+  const Labelled s = make_sample(ds, o, epoch, position);
+  const at::Tensor hwc = at::from_blob(const_cast<std::uint8_t*>(s.image.pixels.data()),
+                                       {s.image.height, s.image.width, 3}, at::kByte);
+  return hwc.flip({2}).permute({2, 0, 1}).contiguous();
+}
+
+}  // namespace
+
+TEST_CASE("loader: mosaic partners reused from memory give the pixels of a sample built alone", "[data][loader]") {
+  // batch 1: the partner window is 8 positions and the loader keeps 13 images, fewer than the
+  // 22 of the set, so images are reused, evicted and decoded again during each epoch.
+  for (int workers : {0, 1, 2}) {
+    LoaderOptions o = train_options(workers);
+    o.batch = 1;
+    Loader loader(shapes().train, o);
+    for (int epoch : {0, 1}) {
+      loader.seek(epoch);
+      std::size_t p = 0;
+      while (auto b = loader.next()) {
+        INFO("workers " << workers << " epoch " << epoch << " position " << p);
+        CHECK(at::equal(b->img[0], alone(shapes().train, o, epoch, p)));
+        ++p;
+      }
+      CHECK(p == 22);
     }
   }
 }
