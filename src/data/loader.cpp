@@ -2,6 +2,7 @@
 #include "yolotrain/data/loader.hpp"
 
 #include <ATen/ATen.h>
+#include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "opencv_view.hpp"
 #include "pipeline.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
@@ -27,12 +29,12 @@ struct Slot {
   std::exception_ptr error;
 };
 
-/// Copies BGR HWC into RGB CHW (Ultralytics' collate layout), uint8 both.
+/// Copies BGR HWC into RGB CHW (Ultralytics' collate layout), uint8 both (OpenCV's SIMD split).
 void to_chw(const Image& im, std::uint8_t* dst) {
   const std::size_t plane = static_cast<std::size_t>(im.height) * im.width;
-  const std::uint8_t* p = im.pixels.data();
-  std::uint8_t *r = dst, *g = dst + plane, *b = dst + 2 * plane;
-  for (std::size_t i = 0; i < plane; ++i, p += 3) r[i] = p[2], g[i] = p[1], b[i] = p[0];
+  std::vector<cv::Mat> bgr_planes;
+  for (int c : {2, 1, 0}) bgr_planes.emplace_back(im.height, im.width, CV_8UC1, dst + c * plane);
+  cv::split(detail::view(im), bgr_planes);
 }
 
 }  // namespace

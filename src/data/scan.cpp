@@ -1,5 +1,5 @@
 // Scan and validate a split once (images decode, labels are sane), cache the result.
-#include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "labels_cache.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
@@ -16,21 +17,32 @@
 #include "yolotrain/lifecycle/signal_binding.hpp"
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace yolotrain::data {
 namespace {
 
-constexpr int kCacheVersion = 1;
+using detail::FileResult;
 
-/// The outcome of validating one image and its label file.
-struct FileResult {
-  bool ok = false;
-  ImageRecord record;
-  Problem problem;
-  std::vector<std::string> warnings;
-  std::size_t duplicates = 0;
-};
+/// Ultralytics' labels cache hash covers the files' paths and sizes; this key also covers their
+/// modification times, the class count and the clip tolerance.
+constexpr int kKeyVersion = 2;
+
+/// Runs fn(i) for i in [0, n) on `threads` threads (lifecycle signals blocked in each).
+template <class Fn>
+void parallel_for(std::size_t n, int threads, Fn fn) {
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      lifecycle::block_lifecycle_signals_in_this_thread();
+      for (std::size_t i = t; i < n; i += threads) fn(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+int default_threads() {
+  return static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+}
 
 bool parse_number(const std::string& s, double& v) {
   char* end = nullptr;
@@ -116,38 +128,9 @@ FileResult validate(const fs::path& image, int nc, float tol) {
 
 std::vector<FileResult> validate_all(const std::vector<fs::path>& images, int nc, const ScanOptions& opt) {
   std::vector<FileResult> out(images.size());
-  int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(images.size())));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      lifecycle::block_lifecycle_signals_in_this_thread();
-      for (std::size_t i = t; i < images.size(); i += threads) out[i] = validate(images[i], nc, opt.clip_tolerance);
-    });
-  for (auto& th : pool) th.join();
+  parallel_for(images.size(), opt.threads > 0 ? opt.threads : default_threads(),
+               [&](std::size_t i) { out[i] = validate(images[i], nc, opt.clip_tolerance); });
   return out;
-}
-
-json to_json(const FileResult& r) {
-  json boxes = json::array();
-  for (const auto& b : r.record.boxes) boxes.push_back({b.cls, b.x, b.y, b.w, b.h});
-  return {{"im", r.record.image.string()}, {"ok", r.ok}, {"h", r.record.height}, {"w", r.record.width},
-          {"o", r.record.orientation}, {"boxes", boxes}, {"pf", r.problem.file.string()},
-          {"pr", r.problem.reason}, {"warn", r.warnings}, {"dups", r.duplicates}};
-}
-
-FileResult from_json(const json& j) {
-  FileResult r;
-  r.ok = j.at("ok");
-  r.record.image = j.at("im").get<std::string>();
-  r.record.height = j.at("h"), r.record.width = j.at("w"), r.record.orientation = j.at("o");
-  for (const auto& b : j.at("boxes"))
-    r.record.boxes.push_back({b[0].get<int>(), b[1].get<float>(), b[2].get<float>(), b[3].get<float>(),
-                              b[4].get<float>()});
-  r.problem = {j.at("pf").get<std::string>(), j.at("pr").get<std::string>()};
-  r.warnings = j.at("warn").get<std::vector<std::string>>();
-  r.duplicates = j.at("dups");
-  return r;
 }
 
 fs::path default_cache_path(const std::vector<fs::path>& images) {
@@ -155,37 +138,12 @@ fs::path default_cache_path(const std::vector<fs::path>& images) {
   return fs::path(labels_dir.string() + ".cache");
 }
 
-std::optional<std::vector<FileResult>> read_cache(const fs::path& path, const std::string& key) {
-  try {
-    if (!fs::exists(path)) return std::nullopt;
-    const json j = json::parse(lifecycle::read_file(path));
-    if (j.at("version") != kCacheVersion || j.at("key") != key) return std::nullopt;
-    std::vector<FileResult> out;
-    for (const auto& e : j.at("entries")) out.push_back(from_json(e));
-    return out;
-  } catch (const std::exception&) {
-    return std::nullopt;  // unreadable or stale: scan again
-  }
-}
-
-void write_cache(const fs::path& path, const std::string& key, const std::vector<FileResult>& results,
-                 ScanReport& report) {
-  json entries = json::array();
-  for (const auto& r : results) entries.push_back(to_json(r));
-  const json j = {{"version", kCacheVersion}, {"key", key}, {"entries", entries}};
-  try {
-    lifecycle::atomic_write(path, j.dump());
-  } catch (const std::exception& e) {
-    report.warnings.push_back(std::string("labels cache not saved (") + e.what() + ")");
-  }
-}
-
+/// "path|size|mtime" of a file (one stat), "path|missing" when there is none.
 std::string stamp(const fs::path& p) {
-  std::error_code ec;
-  const auto size = fs::file_size(p, ec);
-  if (ec) return p.string() + "|missing\n";
-  const auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
-  return p.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime) + "\n";
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return p.string() + "|missing\n";
+  return p.string() + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + "\n";
 }
 
 }  // namespace
@@ -196,10 +154,14 @@ std::string ScanReport::summary() const {
 }
 
 std::string scan_cache_key(const std::vector<fs::path>& images, int nc, float clip_tolerance) {
-  std::string s = "v" + std::to_string(kCacheVersion) + " nc " + std::to_string(nc) + " tol " +
-                  std::to_string(clip_tolerance) + "\n";
-  for (const auto& im : images) s += stamp(im) + stamp(label_path_for(im));
-  return lifecycle::sha256_hex(s);
+  std::vector<std::string> stamps(images.size());
+  parallel_for(images.size(), default_threads(),
+               [&](std::size_t i) { stamps[i] = stamp(images[i]) + stamp(label_path_for(images[i])); });
+  lifecycle::Sha256 hash;
+  hash.update("v" + std::to_string(kKeyVersion) + " nc " + std::to_string(nc) + " tol " +
+              std::to_string(clip_tolerance) + "\n");
+  for (const auto& s : stamps) hash.update(s);
+  return hash.hex_digest();
 }
 
 Dataset scan_images(const std::vector<fs::path>& images, const std::vector<std::string>& names,
@@ -212,11 +174,14 @@ Dataset scan_images(const std::vector<fs::path>& images, const std::vector<std::
   const fs::path cache = options.cache_path.value_or(default_cache_path(images));
   const std::string key = options.use_cache ? scan_cache_key(images, nc, options.clip_tolerance) : "";
   std::optional<std::vector<FileResult>> results;
-  if (options.use_cache) results = read_cache(cache, key);
+  if (options.use_cache) results = detail::read_labels_cache(cache, key);
   rep.from_cache = results.has_value();
   if (!results) {
     results = validate_all(images, nc, options);
-    if (options.use_cache) write_cache(cache, key, *results, rep);
+    if (options.use_cache) {
+      const std::string failure = detail::write_labels_cache(cache, key, *results);
+      if (!failure.empty()) rep.warnings.push_back("labels cache not saved (" + failure + ")");
+    }
   }
   rep.boxes_per_class.assign(nc, 0);
   for (auto& r : *results) {

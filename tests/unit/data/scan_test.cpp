@@ -171,3 +171,49 @@ TEST_CASE("scan: a split without usable images is an error naming the folder", "
   CHECK_THROWS_WITH(load_split(cfg, "train", no_cache()), Catch::Contains("no usable image") && Catch::Contains("images/train"));
   CHECK_THROWS_WITH(load_split(cfg, "val", no_cache()), Catch::Contains("has no images") && Catch::Contains("images/empty"));
 }
+
+TEST_CASE("scan: a damaged or cut labels cache is never trusted, a changed image invalidates it", "[data][scan]") {
+  TempDir dir;
+  const fs::path im = dir / "images/train", lb = dir / "labels/train";
+  for (int i = 0; i < 5; ++i) {
+    write_jpeg(im / (std::to_string(i) + ".jpg"));
+    write_text(lb / (std::to_string(i) + ".txt"), "1 0.5 0.5 0.25 0.25\n0 0.25 0.25 0.125 0.125\n");
+  }
+  write_text(dir / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n");
+  const DataConfig cfg = load_data_yaml(dir / "data.yaml");
+  const fs::path cache = dir / "labels/train.cache";  // the default place, as Ultralytics'
+  const Dataset fresh = load_split(cfg, "train");
+  REQUIRE_FALSE(fresh.report.from_cache);
+  REQUIRE(fs::exists(cache));
+  const std::string whole = yolotrain::test::slurp(cache);
+
+  auto same_as_fresh = [&](const Dataset& ds) {
+    REQUIRE(ds.records.size() == fresh.records.size());
+    for (std::size_t i = 0; i < ds.records.size(); ++i) CHECK(ds.records[i].boxes == fresh.records[i].boxes);
+  };
+  // One byte of a box changed (a class 1 -> 3 would still parse): the checksum rejects it.
+  std::string damaged = whole;
+  damaged[damaged.size() - 30] ^= 0x01;
+  write_text(cache, damaged);
+  const Dataset after_damage = load_split(cfg, "train");
+  CHECK_FALSE(after_damage.report.from_cache);
+  same_as_fresh(after_damage);
+  CHECK(yolotrain::test::slurp(cache) == whole);  // scanned again and rewritten
+  // Cut short, or empty.
+  for (std::size_t keep : {whole.size() / 2, std::size_t{0}}) {
+    write_text(cache, whole.substr(0, keep));
+    const Dataset cut = load_split(cfg, "train");
+    CHECK_FALSE(cut.report.from_cache);
+    same_as_fresh(cut);
+  }
+  CHECK(load_split(cfg, "train").report.from_cache);
+  // An image rewritten (same name, other pixels and size) and an image added: scanned again.
+  write_jpeg(im / "2.jpg", 48, 80);
+  const Dataset changed = load_split(cfg, "train");
+  CHECK_FALSE(changed.report.from_cache);
+  CHECK(changed.records[2].width == 80);
+  write_jpeg(im / "5.jpg");
+  const Dataset added = load_split(cfg, "train");
+  CHECK_FALSE(added.report.from_cache);
+  CHECK(added.records.size() == 6);
+}
