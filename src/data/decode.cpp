@@ -32,9 +32,15 @@ tjhandle decompressor() {
 }
 
 Bytes read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error(path.string() + ": cannot open the image file");
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw Error(path.string() + ": cannot read the image file (not a regular file?)");
+  Bytes b(static_cast<std::size_t>(size));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size())))
+    throw Error(path.string() + ": cannot read the image file");
+  return b;
 }
 
 bool is_jpeg(const Bytes& b) { return b.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
