@@ -153,7 +153,7 @@ Positives positives_of(const Assignment& a) {
   const at::Tensor idx = a.fg_mask.nonzero();  // [n, 2] (image, anchor)
   Positives p{idx.select(1, 0), idx.select(1, 1), {}, {}};
   p.cls = a.target_labels.index({p.image, p.anchor});
-  p.score = a.target_scores.index({p.image, p.anchor, p.cls});
+  p.score = a.anchor_scores.index({p.image, p.anchor});
   return p;
 }
 
@@ -183,10 +183,10 @@ at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* po
 // positive anchors' distributions are decoded (with gradient): the others add nothing.
 std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const at::Tensor& pred_distri,
                                             const at::Tensor& anchors, const at::Tensor& target_bboxes,
-                                            const at::Tensor& target_scores, const at::Tensor& tss,
+                                            const at::Tensor& anchor_scores, const at::Tensor& tss,
                                             const at::Tensor& fg, int64_t reg_max) {
   RECORD_FUNCTION("yolotrain::loss::bbox_loss", std::vector<c10::IValue>());
-  const at::Tensor weight = target_scores.sum(-1).index({fg}).unsqueeze(-1);
+  const at::Tensor weight = anchor_scores.index({fg}).unsqueeze(-1);
   const at::Tensor fg_distri = pred_distri.index({fg});                             // [n, 4 * reg_max]
   const at::Tensor fg_anchors = anchors.expand({fg.size(0), -1, -1}).index({fg});  // [n, 2]
   const at::Tensor fg_boxes = loss.bbox_decode(fg_anchors.unsqueeze(0), fg_distri.unsqueeze(0)).squeeze(0);
@@ -224,13 +224,13 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
       at::NoGradGuard no_grad;
       const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
       a = assigner_(anchors_last(parts.logits).sigmoid_(), (pred_bboxes * strides).to(gt_bboxes.scalar_type()),
-                    anchors * strides, gt_labels, gt_bboxes, mask_gt);
+                    anchors * strides, gt_labels, gt_bboxes, mask_gt, /*dense_scores=*/false);
     }
-    const at::Tensor tss = at::clamp_min(a.target_scores.sum(), 1);  // max(sum, 1)
+    const at::Tensor tss = at::clamp_min(a.anchor_scores.sum(), 1);  // max(sum of target_scores, 1)
     const Positives pos = positives_of(a);
     loss_cls = class_loss(parts.logits, &pos) / tss;
     if (a.fg_mask.any().item<bool>()) {
-      std::tie(loss_box, loss_dfl) = bbox_loss(*this, pred_distri, anchors, a.target_bboxes / strides, a.target_scores,
+      std::tie(loss_box, loss_dfl) = bbox_loss(*this, pred_distri, anchors, a.target_bboxes / strides, a.anchor_scores,
                                                tss, a.fg_mask, options_.reg_max);
     }
   }

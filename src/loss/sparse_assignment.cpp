@@ -58,7 +58,8 @@ at::Tensor long_tensor(const std::vector<int64_t>& v) {
 
 Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                        const at::Tensor& anc_points, const at::Tensor& gt_labels,
-                                       const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
+                                       const at::Tensor& gt_bboxes, const at::Tensor& mask_gt,
+                                       bool dense_scores) const {
   RECORD_FUNCTION("yolotrain::loss::sparse_assignment", std::vector<c10::IValue>());
   check_inputs(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
   at::NoGradGuard no_grad;
@@ -145,17 +146,20 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
   const at::Tensor flat_idx = target_gt_idx + at::arange(B, at::kLong).unsqueeze(-1) * M;
   const at::Tensor target_labels = labels.view(-1).index({flat_idx}).clamp_(0);
   const at::Tensor target_bboxes = gt_bboxes.reshape({-1, 4}).index({flat_idx});
-  at::Tensor target_scores = at::zeros({B, A, C}, pd_scores.options());
-  float* ts = target_scores.data_ptr<float>();
+  at::Tensor anchor_scores = at::zeros({B, A}, pd_scores.options()), target_scores;
+  if (dense_scores) target_scores = at::zeros({B, A, C}, pd_scores.options());
+  float* as = anchor_scores.data_ptr<float>();
+  float* ts = dense_scores ? target_scores.data_ptr<float>() : nullptr;
   const int64_t* tl = target_labels.data_ptr<int64_t>();
   const auto eps = static_cast<float>(eps_);
   for (int64_t ba = 0; ba < B * A; ++ba) {
     const int64_t p = owner_pair[static_cast<std::size_t>(ba)];
     if (owner[static_cast<std::size_t>(ba)] < 0 || p < 0) continue;
     const auto bg = static_cast<std::size_t>(pairs.gt[static_cast<std::size_t>(p)]);
-    ts[ba * C + tl[ba]] = am[p] * gt_best_overlap[bg] / (gt_best_metric[bg] + eps);
+    as[ba] = am[p] * gt_best_overlap[bg] / (gt_best_metric[bg] + eps);
+    if (ts) ts[ba * C + tl[ba]] = as[ba];
   }
-  return {target_labels, target_bboxes, target_scores, fg, target_gt_idx};
+  return {target_labels, target_bboxes, target_scores, fg, target_gt_idx, anchor_scores};
 }
 
 }  // namespace yolotrain::loss

@@ -46,17 +46,17 @@ TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, doub
 Assignment TaskAlignedAssigner::empty(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes) const {
   const at::Tensor s0 = pd_scores.select(-1, 0);
   return {at::full_like(s0, num_classes_), at::zeros_like(pd_bboxes), at::zeros_like(pd_scores), at::zeros_like(s0),
-          at::zeros_like(s0)};
+          at::zeros_like(s0), at::zeros_like(s0)};
 }
 
 Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                            const at::Tensor& anc_points,
                                            const at::Tensor& gt_labels,
                                            const at::Tensor& gt_bboxes,
-                                           const at::Tensor& mask_gt) const {
+                                           const at::Tensor& mask_gt, bool dense_scores) const {
   const bool cpu_float = pd_scores.device().is_cpu() && pd_scores.scalar_type() == at::kFloat &&
                          pd_bboxes.scalar_type() == at::kFloat && gt_bboxes.scalar_type() == at::kFloat;
-  return cpu_float ? sparse(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt)
+  return cpu_float ? sparse(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt, dense_scores)
                    : dense(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
 }
 
@@ -83,7 +83,7 @@ Assignment TaskAlignedAssigner::dense(const at::Tensor& pd_scores, const at::Ten
   const at::Tensor norm_align_metric =
       (align_metric * pos_overlaps / (pos_align_metrics + eps_)).amax(-2).unsqueeze(-1);
   target_scores = target_scores * norm_align_metric;
-  return {target_labels, target_bboxes, target_scores, fg_mask.to(at::kBool), target_gt_idx};
+  return {target_labels, target_bboxes, target_scores, fg_mask.to(at::kBool), target_gt_idx, target_scores.sum(-1)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_targets(

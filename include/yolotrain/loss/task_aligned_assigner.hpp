@@ -12,8 +12,12 @@ struct Assignment {
   at::Tensor target_labels;  ///< [B, A] int64, class of the assigned GT (0 where background)
   at::Tensor target_bboxes;  ///< [B, A, 4] the assigned GT box (xyxy, same units as gt_bboxes)
   at::Tensor target_scores;  ///< [B, A, C] one-hot times the normalized alignment metric
+                             ///< (undefined when asked for without dense scores)
   at::Tensor fg_mask;        ///< [B, A] bool, anchors that got a GT
   at::Tensor target_gt_idx;  ///< [B, A] int64, index of the assigned GT within its image
+  /// [B, A] target_scores.sum(-1): a positive's one non-zero target score (at its target label),
+  /// 0 elsewhere — all the loss needs of the target scores.
+  at::Tensor anchor_scores;
 };
 
 /// Task-aligned label assignment (TOOD), as Ultralytics' utils/tal.py TaskAlignedAssigner:
@@ -36,16 +40,19 @@ class TaskAlignedAssigner {
 
   /// pd_scores [B, A, C] (sigmoid), pd_bboxes [B, A, 4] xyxy, anc_points [A, 2],
   /// gt_labels [B, M, 1], gt_bboxes [B, M, 4] xyxy, mask_gt [B, M, 1] (1 for real, 0 for padding).
-  /// Boxes and anchors in the same units (the loss uses pixels). M may be 0.
+  /// Boxes and anchors in the same units (the loss uses pixels). M may be 0. `dense_scores`
+  /// false lets sparse() leave target_scores undefined (anchor_scores holds their values; the
+  /// [B, A, C] zeros cost more than the assignment at a few boxes per image).
   Assignment operator()(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                         const at::Tensor& anc_points, const at::Tensor& gt_labels,
-                        const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
+                        const at::Tensor& gt_bboxes, const at::Tensor& mask_gt, bool dense_scores = true) const;
   /// operator() by the reference's dense tensors.
   Assignment dense(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
                    const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
   /// operator() over the candidate pairs (CPU tensors only; float32 scores and boxes).
   Assignment sparse(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
-                    const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
+                    const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt,
+                    bool dense_scores = true) const;
 
   int64_t topk() const { return topk_; }
   int64_t num_classes() const { return num_classes_; }

@@ -181,6 +181,11 @@ TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
     const yl::Assignment d = assigner.dense(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt);
     const yl::Assignment s = assigner.sparse(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt);
     CHECK(at::allclose(s.target_scores, d.target_scores, 1e-5, 1e-7));
+    CHECK(at::equal(s.anchor_scores, s.target_scores.sum(-1)));  // one non-zero class per anchor
+    CHECK(at::allclose(d.anchor_scores, d.target_scores.sum(-1)));
+    const yl::Assignment lean = assigner.sparse(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt, false);
+    CHECK_FALSE(lean.target_scores.defined());
+    CHECK(at::equal(lean.anchor_scores, s.anchor_scores));
     const at::Tensor scored = d.target_scores.sum(-1) > 0;
     positives_seen += scored.sum().item<int64_t>();
     CHECK(at::equal(s.fg_mask.index({scored}), d.fg_mask.index({scored})));
