@@ -1,11 +1,12 @@
 // Data pipeline figures: loader images/s on coco128 (default train augmentation) and decode time per
 // image with and without DCT scaling on bccd. Prints figures; asserts nothing.
-// Run: build/bench/data_bench [SHARED_DIR]
+// Run: build/bench/data_bench [SHARED_DIR] [WORKERS ...]  (default workers: 1 2)
 #include <ATen/ATen.h>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "yolotrain/data.hpp"
 
@@ -45,6 +46,9 @@ double decode_ms(const std::vector<fs::path>& images, int target, bool resize) {
 
 int main(int argc, char** argv) {
   const fs::path shared = argc > 1 ? fs::path(argv[1]) : fs::path(YOLOTRAIN_SHARED_DIR);
+  std::vector<int> worker_counts;
+  for (int i = 2; i < argc; ++i) worker_counts.push_back(std::atoi(argv[i]));
+  if (worker_counts.empty()) worker_counts = {1, 2};
   yd::ScanOptions so;
   so.use_cache = false;
   const auto coco = yd::load_split(yd::load_data_yaml(shared / "datasets/coco128/data.yaml"), "train", so);
@@ -52,7 +56,7 @@ int main(int argc, char** argv) {
               coco.size());
   std::printf("%6s %8s %10s %10s\n", "imgsz", "workers", "cache", "images/s");
   for (int imgsz : {320, 640})
-    for (int workers : {1, 2})
+    for (int workers : worker_counts)
       for (bool ram : {false, true})
         std::printf("%6d %8d %10s %10.1f\n", imgsz, workers, ram ? "ram" : "none",
                     loader_images_per_s(coco, imgsz, workers, ram));
@@ -65,7 +69,7 @@ int main(int argc, char** argv) {
               coco4.size());
   std::printf("%6s %8s %10s\n", "imgsz", "workers", "images/s");
   for (int imgsz : {320, 640})
-    for (int workers : {1, 2})
+    for (int workers : worker_counts)
       std::printf("%6d %8d %10.1f\n", imgsz, workers, loader_images_per_s(coco4, imgsz, workers, false));
 
   const auto bccd = yd::list_images({shared / "datasets/bccd/images/train", shared / "datasets/bccd/images/val",

@@ -30,7 +30,7 @@ double resident_bytes() {
 }
 
 std::string name(std::size_t i) {
-  char b[16];
+  char b[24];
   std::snprintf(b, sizeof b, "%07zu", i);
   return b;
 }

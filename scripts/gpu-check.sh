@@ -105,6 +105,8 @@ for amp in true false bf16; do
     grep '^imgsz' | sed "s/^/amp=$amp /"
 done
 $yt val model="$out/runs/full/weights/best.ytckpt" device=cuda | tail -3
+step "loader scaling with worker threads (issue 15's curve to 16 threads), coco128 at 320 and 640"
+timeout 300 $build/bench/data_bench "$(pwd)/../shared" 1 2 4 8 16 2>&1 | head -30
 [ -n "${YT_GPU_QUICK:-}" ] && exit 0
 
 step "unit and integration tests (CPU paths) on this machine"

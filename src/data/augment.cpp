@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "augment_into.hpp"
 #include "opencv_view.hpp"
@@ -99,11 +100,24 @@ std::pair<int, int> mosaic_centre(int s, Rng& rng) {
 
 void mosaic_canvas(Labelled& canvas, int s) {
   output(canvas.image, 2 * s, 2 * s);
-  std::fill(canvas.image.pixels.begin(), canvas.image.pixels.end(), std::uint8_t{114});
   canvas.boxes.clear();
 }
 
-void mosaic_place(Labelled& canvas, const Image& img, const std::vector<PixelBox>& boxes, int i,
+void mosaic_fill_rest(Labelled& canvas, const TileRect (&tiles)[4]) {
+  const int width = canvas.image.width;
+  for (int y = 0; y < canvas.image.height; ++y) {
+    std::uint8_t* row = canvas.image.pixel(y, 0);
+    int x = 0;  // tiles of one row, left to right: 0 then 1 above the centre, 2 then 3 below
+    for (const TileRect& t : tiles) {
+      if (t.w <= 0 || y < t.y || y >= t.y + t.h) continue;
+      if (t.x > x) std::memset(row + 3 * x, 114, 3 * static_cast<std::size_t>(t.x - x));
+      x = std::max(x, t.x + t.w);
+    }
+    if (x < width) std::memset(row + 3 * x, 114, 3 * static_cast<std::size_t>(width - x));
+  }
+}
+
+TileRect mosaic_place(Labelled& canvas, const Image& img, const std::vector<PixelBox>& boxes, int i,
                   std::pair<int, int> centre, int s) {
   const auto [xc, yc] = centre;
   const int h = img.height, w = img.width;
@@ -121,9 +135,11 @@ void mosaic_place(Labelled& canvas, const Image& img, const std::vector<PixelBox
     x1a = xc, y1a = yc, x2a = std::min(xc + w, 2 * s), y2a = std::min(2 * s, yc + h);
     x1b = 0, y1b = 0, x2b = std::min(w, x2a - x1a), y2b = std::min(y2a - y1a, h);
   }
+  TileRect placed;
   if (x2a > x1a && y2a > y1a) {
     cv::Mat tile = view(canvas.image)(cv::Rect(x1a, y1a, x2a - x1a, y2a - y1a));
     view(img)(cv::Rect(x1b, y1b, x2b - x1b, y2b - y1b)).copyTo(tile);
+    placed = {x1a, y1a, x2a - x1a, y2a - y1a};
   }
   const int padw = x1a - x1b, padh = y1a - y1b;
   for (PixelBox b : boxes) {
@@ -131,6 +147,7 @@ void mosaic_place(Labelled& canvas, const Image& img, const std::vector<PixelBox
     b.y1 = std::clamp(b.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(b.y2 + padh, 0.f, 2.f * s);
     if ((b.x2 - b.x1) * (b.y2 - b.y1) > 0) canvas.boxes.push_back(b);
   }
+  return placed;
 }
 
 }  // namespace detail
@@ -139,7 +156,9 @@ Labelled mosaic4(const std::vector<Labelled>& four, int s, Rng& rng) {
   const auto centre = detail::mosaic_centre(s, rng);
   Labelled out;
   detail::mosaic_canvas(out, s);
-  for (int i = 0; i < 4; ++i) detail::mosaic_place(out, four[i].image, four[i].boxes, i, centre, s);
+  detail::TileRect tiles[4];
+  for (int i = 0; i < 4; ++i) tiles[i] = detail::mosaic_place(out, four[i].image, four[i].boxes, i, centre, s);
+  detail::mosaic_fill_rest(out, tiles);
   return out;
 }
 

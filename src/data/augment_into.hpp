@@ -11,12 +11,20 @@ namespace yolotrain::data::detail {
 
 /// A mosaic's random centre (xc, yc) in [imgsz/2, 3*imgsz/2), drawn as Ultralytics does.
 std::pair<int, int> mosaic_centre(int imgsz, Rng& rng);
-/// Makes `canvas` an empty 2*imgsz square filled with 114 (its buffer reused), no boxes.
+/// A rectangle of a mosaic canvas that a tile covers (x, y, width, height; may be empty).
+struct TileRect {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+/// Makes `canvas` a 2*imgsz square (its buffer reused, pixels not yet set), no boxes.
 void mosaic_canvas(Labelled& canvas, int imgsz);
 /// Places tile `i` (0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right) of a mosaic centred at
-/// (xc, yc) on `canvas`; appends the tile's boxes moved, clipped, zero-area ones dropped.
-void mosaic_place(Labelled& canvas, const Image& tile, const std::vector<PixelBox>& boxes, int i,
-                  std::pair<int, int> centre, int imgsz);
+/// (xc, yc) on `canvas`; appends the tile's boxes moved, clipped, zero-area ones dropped. Returns
+/// the rectangle the tile covers.
+TileRect mosaic_place(Labelled& canvas, const Image& tile, const std::vector<PixelBox>& boxes, int i,
+                      std::pair<int, int> centre, int imgsz);
+/// Fills what the four tiles left uncovered with 114 (Ultralytics fills the whole canvas first;
+/// the pixels are the same, written once).
+void mosaic_fill_rest(Labelled& canvas, const TileRect (&tiles)[4]);
 /// random_perspective() reading `src` and writing `dst` (whose buffer is reused).
 void random_perspective_into(const Labelled& src, Labelled& dst, const AugmentConfig& cfg, Rng& rng,
                              int border);

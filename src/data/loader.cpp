@@ -78,7 +78,7 @@ struct Loader::Impl {
     if (!t.defined()) {
       const std::size_t begin = b * opt.batch, size = std::min<std::size_t>(opt.batch, order.size() - begin);
       const auto [h, w] = shape_of(begin);
-      t = at::empty({static_cast<std::int64_t>(size), 3, h, w}, at::kByte);
+      t = at::empty({static_cast<std::int64_t>(size), 3, h, w}, at::TensorOptions(at::kByte).pinned_memory(opt.pin_memory));
     }
     return t;
   }
@@ -170,6 +170,8 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : impl_(std::make_
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size)
     throw Error("data loader: rank " + std::to_string(options.rank) + " of world_size " +
                 std::to_string(options.world_size) + " is not a valid shard (0 <= rank < world_size)");
+  if (options.pin_memory && !at::hasCUDA())
+    throw Error("data loader: pin_memory needs libtorch with CUDA and a GPU (this one has none); leave it off");
   Impl& d = *impl_;
   d.dataset = dataset;
   d.opt = options;

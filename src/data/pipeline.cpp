@@ -71,7 +71,9 @@ void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::siz
     }
     const auto centre = mosaic_centre(s, rng);
     mosaic_canvas(buffers.canvas, s);
-    for (int i = 0; i < 4; ++i) mosaic_place(buffers.canvas, four[i].image(), four[i].boxes, i, centre, s);
+    TileRect tiles[4];
+    for (int i = 0; i < 4; ++i) tiles[i] = mosaic_place(buffers.canvas, four[i].image(), four[i].boxes, i, centre, s);
+    mosaic_fill_rest(buffers.canvas, tiles);
     random_perspective_into(buffers.canvas, buffers.sample, opt.hyp, rng, -s / 2);
     return;
   }

@@ -407,6 +407,7 @@ void Trainer::Run::build() {
   train_opts.close_mosaic = static_cast<int>(cfg.close_mosaic);
   train_opts.cache_ram = cfg.cache == "ram";
   train_opts.rect = cfg.rect;
+  train_opts.pin_memory = device.is_cuda();  // as Ultralytics: a non-blocking copy of each batch
   // A stop ends a wait for data at once; with several ranks the stop waits for the step's
   // agreement instead (a rank leaving the step alone would desynchronise the collectives).
   train_opts.token = ranks.active() ? nullptr : &token;

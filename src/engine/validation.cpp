@@ -210,6 +210,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.augment = false;
   opts.shuffle = false;
   opts.rect = true;
+  opts.pin_memory = device.is_cuda();
   opts.token = token;
   data::Loader loader(set, opts);
   loss::DetectionLoss criterion(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});

@@ -30,6 +30,9 @@ struct LoaderOptions {
   int close_mosaic = 10;
   bool cache_ram = false;      ///< cache=ram: keep decoded, resized images in memory
   int prefetch_batches = 4;    ///< bounded prefetch: samples at most this many batches ahead
+  /// Batch images in page-locked host memory (Ultralytics' pin_memory on CUDA), so that the copy
+  /// to the GPU can be non-blocking. Needs libtorch with CUDA and a GPU; an error otherwise.
+  bool pin_memory = false;
   /// Decode large JPEGs with DCT scaling (faster; pixels differ slightly from Ultralytics' full
   /// decode + resize, see docs/data.md). Off: the reference's pixels.
   bool dct_scaling = false;

@@ -121,6 +121,31 @@ TEST_CASE("augment: mosaic then perspective keeps every label on its pixels", "[
   CHECK(checked > 10);
 }
 
+TEST_CASE("augment: a mosaic is its four tiles on a canvas of 114 elsewhere", "[data][augment]") {
+  const int s = 64;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    std::vector<Labelled> four;
+    for (int i = 0; i < 4; ++i) four.push_back({Image(20 + 17 * i, 70 - 11 * i, static_cast<std::uint8_t>(10 + i)), {}});
+    Rng rng(seed);
+    const Labelled m = mosaic4(four, s, rng);
+    Rng again(seed);
+    const double xc = again.uniform(s / 2, 2 * s - s / 2), yc = again.uniform(s / 2, 2 * s - s / 2);
+    std::size_t fill = 0, tiles = 0;
+    for (int y = 0; y < 2 * s; ++y)
+      for (int x = 0; x < 2 * s; ++x) {
+        const std::uint8_t v = m.image.pixel(y, x)[0];
+        // Tile i lies in quadrant i around the centre: 0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right.
+        const int quadrant = (y >= int(yc) ? 2 : 0) + (x >= int(xc) ? 1 : 0);
+        if (v == 114) ++fill;
+        else if (v == 10 + quadrant) ++tiles;
+      }
+    INFO("seed " << seed);
+    CHECK(fill + tiles == std::size_t(4 * s * s));  // nothing else, nothing left unwritten
+    CHECK(tiles > 0);
+    CHECK(fill > 0);
+  }
+}
+
 TEST_CASE("augment: letterbox ratio and pad invert back within 1 px", "[data][augment]") {
   for (auto [h, w, nh, nw, scaleup] : {std::tuple{480, 640, 640, 640, true}, std::tuple{427, 640, 320, 320, true},
                                        std::tuple{333, 500, 384, 512, false}, std::tuple{640, 218, 640, 256, false}}) {

@@ -221,6 +221,17 @@ TEST_CASE("loader: a worker's error reaches the caller with the file name", "[da
   }
 }
 
+TEST_CASE("loader: pin_memory without CUDA is an error that says so", "[data][loader]") {
+  LoaderOptions o = train_options(1);
+  o.pin_memory = true;
+  if (at::hasCUDA()) {
+    Loader loader(shapes().train, o);
+    CHECK(loader.next()->img.is_pinned());
+  } else {
+    CHECK_THROWS_WITH(Loader(shapes().train, o), Catch::Contains("pin_memory needs libtorch with CUDA"));
+  }
+}
+
 TEST_CASE("loader: stops promptly with a full queue and workers busy", "[data][loader]") {
   LoaderOptions o = train_options(2);
   o.prefetch_batches = 100;
