@@ -118,7 +118,7 @@ void mosaic_fill_rest(Labelled& canvas, const TileRect (&tiles)[4]) {
 }
 
 TileRect mosaic_place(Labelled& canvas, const Image& img, const std::vector<PixelBox>& boxes, int i,
-                  std::pair<int, int> centre, int s) {
+                      std::pair<int, int> centre, int s) {
   const auto [xc, yc] = centre;
   const int h = img.height, w = img.width;
   int x1a, y1a, x2a, y2a, x1b, y1b, x2b, y2b;

@@ -244,6 +244,7 @@ std::optional<Batch> Loader::next() {
     for (std::size_t p = begin; p < end; ++p) d.ready.erase(p);
     d.consumed = end;
     const auto it = d.pixels.find(static_cast<std::size_t>(d.batch));
+    if (it == d.pixels.end()) throw Error("data loader: batch " + std::to_string(d.batch) + " lost its images (seek() from another thread?)");
     b.img = std::move(it->second);
     d.pixels.erase(it);
   }

@@ -40,7 +40,8 @@ Image decode_resized(const PipelineContext& ctx, std::size_t record) {
 Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<RecentImages::Key> key) {
   Loaded l;
   if (ctx.cache) {
-    if (!(l.shared = ctx.cache->get(record))) ctx.cache->put(record, l.shared = std::make_shared<const Image>(decode_resized(ctx, record)));
+    if (!(l.shared = ctx.cache->get(record)))
+      ctx.cache->put(record, l.shared = std::make_shared<const Image>(decode_resized(ctx, record)));
   } else if (ctx.recent && key) {
     if (!(l.shared = ctx.recent->get(*key)))
       ctx.recent->put(*key, l.shared = std::make_shared<const Image>(decode_resized(ctx, record)));
