@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "class_term.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/anchors.hpp"
 #include "yolotrain/loss/box_ops.hpp"
@@ -157,21 +158,22 @@ Positives positives_of(const Assignment& a) {
   return p;
 }
 
-// Ultralytics' BCEWithLogits(pred_scores, target_scores).sum() over every anchor and class, as
-// sum(softplus(x)) - sum(x * t): the same value (softplus(x) = log(1 + e^x) is the BCE of x against
-// 0), computed on each level in place, without gathering the logits into one tensor; x * t only at
-// the positives, the one class each where t is not 0. `pos` null: no boxes, t = 0.
+// The class loss over every level, without gathering the logits into one tensor; `pos` null: no
+// boxes, t = 0.
 at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* pos) {
   RECORD_FUNCTION("yolotrain::loss::class_loss", std::vector<c10::IValue>());
   at::Tensor total;
   int64_t offset = 0;
+  const at::Tensor none = at::empty({0}, at::kLong);
   for (const at::Tensor& x : logits) {
     const int64_t hw = x.size(2) * x.size(3);
-    at::Tensor term = at::softplus(x).sum();
+    at::Tensor term;
     if (pos) {
       const at::Tensor here = (pos->anchor >= offset) & (pos->anchor < offset + hw);
-      const at::Tensor xs = x.flatten(2).index({pos->image.index({here}), pos->cls.index({here}), pos->anchor.index({here}) - offset});
-      term = term - (xs * pos->score.index({here}).to(x.scalar_type())).sum();
+      term = detail::class_term(x, pos->image.index({here}), pos->cls.index({here}), pos->anchor.index({here}) - offset,
+                                pos->score.index({here}).to(x.scalar_type()));
+    } else {
+      term = detail::class_term(x, none, none, none, at::empty({0}, x.options().requires_grad(false)));
     }
     total = total.defined() ? total + term : term;
     offset += hw;
