@@ -54,6 +54,7 @@ class Reader {
     return s;
   }
   bool done() const { return p_ == end_; }
+  std::size_t read_so_far(const char* start) const { return static_cast<std::size_t>(p_ - start); }
 
  private:
   void need(std::size_t n) const {
@@ -114,7 +115,7 @@ std::optional<std::vector<FileResult>> read_labels_cache(const fs::path& path, c
     if (head.text() != key) return std::nullopt;
     const std::string digest = head.text();
     const auto count = head.get<std::uint64_t>();
-    const std::size_t start = sizeof kMagic + 4 + (4 + key.size()) + (4 + digest.size()) + 8;
+    const std::size_t start = head.read_so_far(file.data());  // the payload follows the header
     if (lifecycle::sha256_hex(std::string_view(file).substr(start)) != digest) return std::nullopt;
     Reader body(file.data() + start, file.size() - start);
     std::vector<FileResult> out;

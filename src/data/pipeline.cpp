@@ -13,6 +13,11 @@ namespace {
 
 constexpr std::uint64_t kOrderStream = ~0ull;
 
+/// The batch of all ranks together (batch * world_size).
+std::size_t global_batch(const LoaderOptions& opt) {
+  return static_cast<std::size_t>(opt.batch) * static_cast<std::size_t>(std::max(1, opt.world_size));
+}
+
 /// close_mosaic: the last N epochs train without mosaic and mixup.
 bool closed(const LoaderOptions& opt, int epoch) {
   return opt.close_mosaic > 0 && epoch >= opt.epochs - opt.close_mosaic;
@@ -123,13 +128,11 @@ std::vector<std::pair<int, int>> rect_batch_shapes(const Dataset& ds, const Load
 }
 
 std::size_t mosaic_window(const LoaderOptions& opt, std::size_t n) {
-  const auto global_batch = static_cast<std::size_t>(opt.batch) * static_cast<std::size_t>(std::max(1, opt.world_size));
-  return std::max<std::size_t>(1, std::min({n, 8 * global_batch, std::size_t{1000}}));
+  return std::max<std::size_t>(1, std::min({n, 8 * global_batch(opt), std::size_t{1000}}));
 }
 
 std::size_t recent_images_capacity(const LoaderOptions& opt, std::size_t n) {
-  const auto global_batch = static_cast<std::size_t>(opt.batch) * static_cast<std::size_t>(std::max(1, opt.world_size));
-  const std::size_t ahead = (static_cast<std::size_t>(std::max(0, opt.prefetch_batches)) + 1) * global_batch;
+  const std::size_t ahead = (static_cast<std::size_t>(std::max(0, opt.prefetch_batches)) + 1) * global_batch(opt);
   return std::min(n, mosaic_window(opt, n) + ahead);
 }
 

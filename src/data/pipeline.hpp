@@ -38,7 +38,6 @@ class RecentImages {
   using Key = std::pair<int, std::size_t>;
   std::shared_ptr<const Image> get(Key key);
   void put(Key key, std::shared_ptr<const Image> image);
-  std::size_t capacity() const { return capacity_; }
 
  private:
   std::size_t capacity_;
