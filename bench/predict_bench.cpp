@@ -1,5 +1,6 @@
 // Per-image predict time of the Predictor on this CPU: preprocess / inference / postprocess at
-// batch 1 and 8, with and without the Conv+BN fusion, on real images.
+// batch 1 and 8: the fused network run by oneDNN directly (the Predictor's CPU default), the fused
+// network run by libtorch (onednn=false) and the unfused one, on real images.
 // Run: build/bench/predict_bench [model=PATH|yolov8n.yaml] [source=DIR] [imgsz=640] [threads=2] [images=16]
 // model=yolov8n.yaml benchmarks a freshly initialised nc-80 yolov8n (the head Ultralytics'
 // yolov8n.pt has); the default is the shared Ultralytics best.pt (nc 3). Prints figures only.
@@ -41,13 +42,19 @@ int main(int argc, char** argv) {
   }
   std::printf("model %s, %zu images from %s, imgsz %s, %d threads\n", weights.string().c_str(), images.size(),
               a["source"].c_str(), a["imgsz"].c_str(), at::get_num_threads());
-  for (const bool fuse : {true, false}) {
+  struct Variant {
+    const char* name;
+    bool fuse, onednn;
+  };
+  for (const Variant v : {Variant{"oneDNN", true, true}, Variant{"fused", true, false}, Variant{"unfused", false, false}}) {
     yp::PredictOptions o;
     o.imgsz_h = o.imgsz_w = std::stoll(a["imgsz"]);
     o.device = "cpu";
-    o.fuse = fuse;
+    o.fuse = v.fuse;
+    o.onednn = v.onednn;
     yp::Predictor predictor(weights, o);
     for (const std::size_t batch : {std::size_t(1), std::size_t(8)}) {
+      if (batch > images.size()) continue;
       predictor.predict(std::vector<yolotrain::data::Image>(images.begin(), images.begin() + batch));  // warm-up
       yp::Speed sum;
       std::size_t n = 0;
@@ -60,7 +67,7 @@ int main(int argc, char** argv) {
         }
       }
       std::printf("%-8s batch %zu: %6.1f ms preprocess, %6.1f ms inference, %5.1f ms postprocess per image (%zu images)\n",
-                  fuse ? "fused" : "unfused", batch, sum.preprocess / n, sum.inference / n, sum.postprocess / n, n);
+                  v.name, batch, sum.preprocess / n, sum.inference / n, sum.postprocess / n, n);
       std::fflush(stdout);
     }
   }

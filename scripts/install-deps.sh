@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libyaml-cpp-dev libfmt-dev catch2
   libopencv-core-dev libopencv-imgproc-dev libturbojpeg0-dev libpng-dev
-  nlohmann-json3-dev libgloo-dev libssl-dev
+  nlohmann-json3-dev libgloo-dev libssl-dev libdnnl-dev
   libopenblas0-pthread
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
   python3-torch python3-onnx

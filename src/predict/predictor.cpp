@@ -10,6 +10,7 @@
 #include <set>
 
 #include "../engine/run_folder.hpp"
+#include "onednn_net.hpp"
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
@@ -40,6 +41,7 @@ struct Predictor::Impl {
   c10::Device device{c10::kCPU};
   at::ScalarType dtype = at::kFloat;
   c10::MemoryFormat format = c10::MemoryFormat::Contiguous;
+  std::unique_ptr<detail::OnednnNet> onednn;  // the CPU forward when it runs this model
 
   std::vector<Prediction> run(const std::vector<const data::Image*>& images);
 };
@@ -66,6 +68,12 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   // On the CPU the measured faster layout (docs/nn.md), as training and validation use.
   if (m.device.is_cpu()) m.format = nn::preferred_cpu_memory_format();
   nn::set_memory_format(*m.net, m.format);
+  if (m.device.is_cpu() && options.fuse && options.onednn) {
+    std::string why;
+    m.onednn = detail::OnednnNet::compile(m.net, why);
+    if (m.onednn) m.format = c10::MemoryFormat::Contiguous;  // the oneDNN forward reads NCHW
+    else std::cerr << "predict: running libtorch's forward: " << why << std::endl;
+  }
 }
 
 Predictor::~Predictor() = default;
@@ -80,7 +88,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   const double pre = ms_since(t0);
 
   const auto t1 = Clock::now();
-  at::Tensor out = net->predict(x);
+  at::Tensor out = onednn ? onednn->predict(x) : net->predict(x);
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
   const double infer = ms_since(t1);
 

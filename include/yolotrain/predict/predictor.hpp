@@ -23,6 +23,10 @@ struct PredictOptions {
   std::string device;           ///< "" (CUDA when usable), cpu, cuda, cuda:N, N
   bool half = false;            ///< float16 inference (CUDA only; ignored with a notice on the CPU)
   bool fuse = true;             ///< fold BatchNorm into the convolutions, as Ultralytics does
+  /// On the CPU, run the fused float32 network with oneDNN primitives directly instead of
+  /// libtorch's forward (same results to float rounding, faster: docs/predict.md). Applies with
+  /// fuse = true; false, or a model it cannot run (the Predictor says why), uses libtorch's.
+  bool onednn = true;
 };
 
 /// One detected object, in the original image's pixels.

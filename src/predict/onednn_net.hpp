@@ -1,0 +1,40 @@
+#pragma once
+// The fused detection network run by oneDNN primitives directly, for CPU inference (docs/predict.md,
+// "The oneDNN forward"). libtorch 1.13 runs every convolution through oneDNN too, but converts each
+// activation from and to NCHW around it, runs SiLU, the shortcut additions and the concatenations as
+// separate ATen ops and reorders the weights on every call. Here the whole network stays in oneDNN's
+// blocked layout, SiLU and the Bottleneck shortcut are post-ops of their convolution, the weights are
+// reordered once, and only the Detect outputs come back to NCHW tensors, which Detect::decode() turns
+// into the model's predictions as DetectionModel::predict() does.
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+
+#include "yolotrain/nn/detection_model.hpp"
+
+namespace yolotrain::predict::detail {
+
+class OnednnNet {
+ public:
+  /// A network for `model` (fused, float32, on the CPU), or nullptr with `why` saying what it has
+  /// that this path does not run (the caller then uses the model's own forward).
+  static std::unique_ptr<OnednnNet> compile(const nn::DetectionModel& model, std::string& why);
+  ~OnednnNet();
+
+  /// = model->predict(x) to float rounding: x [B, 3, H, W] float32 on the CPU, H and W multiples of
+  /// the largest stride. Runs the images of a batch one after the other; the primitives for an
+  /// (H, W) are built on its first call and kept (up to eight sizes). Not thread-safe: one call at
+  /// a time.
+  at::Tensor predict(const at::Tensor& x);
+
+  /// How many input sizes have their primitives built.
+  std::size_t plans() const;
+
+ private:
+  struct Impl;
+  explicit OnednnNet(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yolotrain::predict::detail

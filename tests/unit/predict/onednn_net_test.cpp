@@ -1,0 +1,87 @@
+// The oneDNN forward against the model's own (libtorch) forward: the same predictions to float
+// rounding, on fresh models of two scales and on Ultralytics' own weights.
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "onednn_net.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+#include "yolotrain/predict/predictor.hpp"
+
+namespace fs = std::filesystem;
+namespace nn = yolotrain::nn;
+using yolotrain::predict::detail::OnednnNet;
+
+namespace {
+
+const fs::path kBest = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+
+// Largest difference of boxes (pixels) and of class scores between the two forwards.
+std::pair<double, double> differences(nn::DetectionModel& model, OnednnNet& net, const at::Tensor& x) {
+  c10::InferenceMode guard;
+  const at::Tensor want = model->predict(x), got = net.predict(x);
+  REQUIRE(got.sizes() == want.sizes());
+  const double boxes = (got.slice(1, 0, 4) - want.slice(1, 0, 4)).abs().max().item<double>();
+  const double scores = (got.slice(1, 4) - want.slice(1, 4)).abs().max().item<double>();
+  return {boxes, scores};
+}
+
+nn::DetectionModel fused(nn::DetectionModel model) {
+  model->eval();
+  model->fuse();
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("The oneDNN forward predicts what the model's forward predicts", "[predict][onednn]") {
+  at::manual_seed(0);
+  for (const std::string scale : {"n", "s"}) {
+    nn::DetectionModel model = fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8" + scale + ".yaml").nc(5)));
+    std::string why;
+    const auto net = OnednnNet::compile(model, why);
+    INFO("yolov8" << scale << ": " << why);
+    REQUIRE(net);
+    for (const auto& shape : {std::vector<int64_t>{1, 3, 96, 160}, {2, 3, 64, 64}}) {
+      const auto [boxes, scores] = differences(model, *net, at::rand(shape));
+      INFO("input " << c10::str(shape) << ": boxes " << boxes << " px, scores " << scores);
+      CHECK(boxes < 1e-3);
+      CHECK(scores < 1e-5);
+    }
+    CHECK(net->plans() == 2);  // compile's probe at 64x64 and 96x160: batch 2 at 64x64 reuses the first
+  }
+}
+
+TEST_CASE("The oneDNN forward runs Ultralytics' best.pt as libtorch does", "[predict][onednn]") {
+  if (!fs::exists(kBest)) {
+    WARN("skipped: " << kBest.string() << " is absent");
+    return;
+  }
+  nn::DetectionModel model = fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBest), kBest.string()));
+  std::string why;
+  const auto net = OnednnNet::compile(model, why);
+  REQUIRE(net);
+  at::manual_seed(1);
+  const auto [boxes, scores] = differences(model, *net, at::rand({1, 3, 256, 320}));
+  INFO("boxes " << boxes << " px, scores " << scores);
+  CHECK(boxes < 1e-3);
+  CHECK(scores < 1e-5);
+}
+
+TEST_CASE("The oneDNN forward refuses a model it cannot run and says why", "[predict][onednn]") {
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  model->eval();
+  std::string why;
+  CHECK_FALSE(OnednnNet::compile(model, why));  // BatchNorm not folded
+  CHECK_THAT(why, Catch::Contains("fuse"));
+  model->fuse();
+  const auto net = OnednnNet::compile(model, why);
+  REQUIRE(net);
+  CHECK_THROWS_WITH(net->predict(at::rand({1, 3, 100, 64})), Catch::Contains("multiples of 32"));
+  CHECK_THROWS_WITH(net->predict(at::rand({1, 3, 64, 64}, at::kDouble)), Catch::Contains("float32"));
+}
