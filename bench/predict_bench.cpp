@@ -1,7 +1,7 @@
 // Per-image predict time of the Predictor on this CPU: preprocess / inference / postprocess at
 // batch 1 and 8: the fused network run by oneDNN directly (the Predictor's CPU default), the fused
 // network run by libtorch (onednn=false) and the unfused one, on real images.
-// Run: build/bench/predict_bench [model=PATH|yolov8n.yaml] [source=DIR] [imgsz=640] [threads=2] [images=16]
+// Run: build/bench/predict_bench [model=PATH|yolov8n.yaml] [source=DIR] [imgsz=640] [threads=2] [images=16] [rounds=3]
 // model=yolov8n.yaml benchmarks a freshly initialised nc-80 yolov8n (the head Ultralytics'
 // yolov8n.pt has); the default is the shared Ultralytics best.pt (nc 3). Prints figures only.
 #include <ATen/Parallel.h>
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
       {"model", std::string(YOLOTRAIN_SHARED_DIR) + "/weights/ultralytics/bccd_yolov8n/best.pt"},
       {"source", std::string(YOLOTRAIN_SHARED_DIR) + "/datasets/coco128/images/train"},
-      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}};
+      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "3"}};
   if (!yolotrain::bench::parse_args("predict_bench", argc, argv, a)) return 2;
   at::set_num_threads(std::stoi(a["threads"]));
   fs::path weights = a["model"];
@@ -46,29 +46,41 @@ int main(int argc, char** argv) {
     const char* name;
     bool fuse, onednn;
   };
-  for (const Variant v : {Variant{"oneDNN", true, true}, Variant{"fused", true, false}, Variant{"unfused", false, false}}) {
+  const std::vector<Variant> variants{{"oneDNN", true, true}, {"fused", true, false}, {"unfused", false, false}};
+  std::vector<yp::Predictor> predictors;
+  for (const Variant& v : variants) {
     yp::PredictOptions o;
     o.imgsz_h = o.imgsz_w = std::stoll(a["imgsz"]);
     o.device = "cpu";
     o.fuse = v.fuse;
     o.onednn = v.onednn;
-    yp::Predictor predictor(weights, o);
-    for (const std::size_t batch : {std::size_t(1), std::size_t(8)}) {
-      if (batch > images.size()) continue;
-      predictor.predict(std::vector<yolotrain::data::Image>(images.begin(), images.begin() + batch));  // warm-up
-      yp::Speed sum;
-      std::size_t n = 0;
-      for (std::size_t i = 0; i + batch <= images.size(); i += batch) {
-        for (const auto& p : predictor.predict(std::vector<yolotrain::data::Image>(images.begin() + i, images.begin() + i + batch))) {
-          sum.preprocess += p.speed.preprocess;
-          sum.inference += p.speed.inference;
-          sum.postprocess += p.speed.postprocess;
-          ++n;
-        }
+    predictors.emplace_back(weights, o);
+  }
+  const auto run = [&](yp::Predictor& predictor, std::size_t batch) {
+    yp::Speed sum;
+    std::size_t n = 0;
+    for (std::size_t i = 0; i + batch <= images.size(); i += batch) {
+      for (const auto& p : predictor.predict(std::vector<yolotrain::data::Image>(images.begin() + i, images.begin() + i + batch))) {
+        sum.preprocess += p.speed.preprocess;
+        sum.inference += p.speed.inference;
+        sum.postprocess += p.speed.postprocess;
+        ++n;
       }
-      std::printf("%-8s batch %zu: %6.1f ms preprocess, %6.1f ms inference, %5.1f ms postprocess per image (%zu images)\n",
-                  v.name, batch, sum.preprocess / n, sum.inference / n, sum.postprocess / n, n);
-      std::fflush(stdout);
+    }
+    return std::pair{sum, n};
+  };
+  // One untimed pass over the images first (every letterbox size once), then the variants in
+  // alternation, `rounds` times: this machine's speed drifts.
+  for (std::size_t r = 0; r <= std::stoul(a["rounds"]); ++r) {
+    for (std::size_t k = 0; k < variants.size(); ++k) {
+      for (const std::size_t batch : {std::size_t(1), std::size_t(8)}) {
+        if (batch > images.size()) continue;
+        const auto [sum, n] = run(predictors[k], batch);
+        if (r == 0) continue;
+        std::printf("round %zu %-8s batch %zu: %6.1f ms preprocess, %6.1f ms inference, %5.1f ms postprocess per image (%zu images)\n",
+                    r, variants[k].name, batch, sum.preprocess / n, sum.inference / n, sum.postprocess / n, n);
+        std::fflush(stdout);
+      }
     }
   }
   return 0;

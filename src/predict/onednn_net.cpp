@@ -1,6 +1,7 @@
 #include "onednn_net.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -353,11 +354,16 @@ struct OnednnNet::Impl {
 OnednnNet::OnednnNet(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnednnNet::~OnednnNet() = default;
 
-std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, std::string& why) {
+std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, std::string& why, Layout layout) {
   auto impl = std::make_unique<Impl>();
   impl->model = model;
   try {
-    impl->layout = preferred_layout(impl->engine);
+    switch (layout) {
+      case Layout::Preferred: impl->layout = preferred_layout(impl->engine); break;
+      case Layout::Blocked8: impl->layout = ftag::nChw8c; break;
+      case Layout::Blocked16: impl->layout = ftag::nChw16c; break;
+      case Layout::Nhwc: impl->layout = ftag::nhwc; break;
+    }
     const int64_t s = model->strides().empty() ? 32 : static_cast<int64_t>(model->strides().back());
     impl->plan_for(2 * s, 2 * s);  // checks every layer once, on a small input
   } catch (const Unsupported& e) {
@@ -380,6 +386,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
     throw Error("OnednnNet::predict: input height and width must be multiples of " + std::to_string(s));
   }
   c10::InferenceMode inference;
+  at::init_num_threads();  // oneDNN's OpenMP threads: libtorch's setting, in whichever thread calls
   const at::Tensor input = x.contiguous();
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
@@ -393,5 +400,13 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
 }
 
 std::size_t OnednnNet::plans() const { return impl_->plans.size(); }
+
+std::size_t OnednnNet::activation_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& [size, plan] : impl_->plans) {
+    for (const auto& t : plan->storage) bytes += static_cast<std::size_t>(t.nbytes());
+  }
+  return bytes;
+}
 
 }  // namespace yolotrain::predict::detail

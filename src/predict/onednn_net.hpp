@@ -17,9 +17,14 @@ namespace yolotrain::predict::detail {
 
 class OnednnNet {
  public:
+  /// The activations' memory layout: the one this CPU's convolutions prefer (nChw16c with AVX-512,
+  /// nChw8c with AVX2), or one chosen (tests run every layout's code on one machine).
+  enum class Layout { Preferred, Blocked8, Blocked16, Nhwc };
+
   /// A network for `model` (fused, float32, on the CPU), or nullptr with `why` saying what it has
   /// that this path does not run (the caller then uses the model's own forward).
-  static std::unique_ptr<OnednnNet> compile(const nn::DetectionModel& model, std::string& why);
+  static std::unique_ptr<OnednnNet> compile(const nn::DetectionModel& model, std::string& why,
+                                            Layout layout = Layout::Preferred);
   ~OnednnNet();
 
   /// = model->predict(x) to float rounding: x [B, 3, H, W] float32 on the CPU, H and W multiples of
@@ -30,6 +35,8 @@ class OnednnNet {
 
   /// How many input sizes have their primitives built.
   std::size_t plans() const;
+  /// Bytes of activation memory those plans hold.
+  std::size_t activation_bytes() const;
 
  private:
   struct Impl;
