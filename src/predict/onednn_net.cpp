@@ -1,5 +1,7 @@
 #include "onednn_net.hpp"
 
+#include "onednn_plan.hpp"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -7,10 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <array>
-#include <cstring>
 #include <map>
-#include <stdexcept>
-#include <unordered_map>
 #include <vector>
 
 #include "yolotrain/error.hpp"
@@ -22,31 +21,6 @@ namespace dn = dnnl;
 using dims = dn::memory::dims;
 using ftag = dn::memory::format_tag;
 constexpr auto f32 = dn::memory::data_type::f32;
-
-// Something in the model this path does not run; compile() reports it and the caller falls back.
-struct Unsupported : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-struct Step {
-  dn::primitive primitive;
-  std::unordered_map<int, dn::memory> args;
-};
-
-// The primitives for one input shape, at batch 1.
-struct Plan {
-  dn::memory input;                 // NCHW; the caller's tensor becomes its data on each call
-  std::vector<Step> steps;
-  std::vector<at::Tensor> outputs;  // Detect's raw levels [1, 4 * reg_max + nc, h, w]
-  std::vector<at::Tensor> storage;  // the activations' memory
-};
-
-// A convolution as oneDNN needs it: OIHW weights, a bias, square kernel/stride/padding.
-struct ConvParams {
-  at::Tensor weight, bias;
-  int64_t stride = 1, pad = 0;
-  bool silu = false;
-};
 
 ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   const auto& o = conv.options;
@@ -62,7 +36,7 @@ ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   if (conv.weight.scalar_type() != at::kFloat || !conv.weight.device().is_cpu()) {
     throw Unsupported("weights that are not float32 on the CPU");
   }
-  return {conv.weight.contiguous(), conv.bias.contiguous(), (*o.stride())[0], (**pad)[0], silu};
+  return {conv.weight, conv.bias, (*o.stride())[0], (**pad)[0], silu, conv.weight.data_ptr(), conv.bias.data_ptr(), 0};
 }
 
 ConvParams params_of(const nn::ConvImpl& conv) {
@@ -70,172 +44,10 @@ ConvParams params_of(const nn::ConvImpl& conv) {
   return params_of(*conv.conv, !conv.act.is_empty());
 }
 
-// Appends the primitives of one input shape's plan (batch 1). Values are memories in one blocked
-// layout whose storage is given at the end (allocate()): a Concat whose parts fill whole channel
-// blocks costs nothing, its parts are written straight into their slice of its buffer (in a blocked
-// layout at batch 1, channels [c0, c0 + c) with c0 and c multiples of the block are one contiguous,
-// dense run of memory).
-class Builder {
- public:
-  Builder(const dn::engine& engine, dn::stream& stream, ftag layout, Plan& plan)
-      : engine_(engine), stream_(stream), layout_(layout), plan_(plan) {}
-
-  int input(const dims& nchw) {
-    input_ = add({nchw, f32, ftag::nchw});
-    plan_.input = values_[input_].memory;
-    return input_;
-  }
-
-  // dst = [silu](conv(src) + bias) [+ residual]
-  int conv(int src, const ConvParams& p, int residual = -1) {
-    const dims in = shape(src);
-    const int64_t oc = p.weight.size(0), k = p.weight.size(2);
-    if (p.weight.size(1) != in[1]) throw Unsupported("a convolution whose input channels do not match its weights");
-    const dims out{in[0], oc, (in[2] + 2 * p.pad - k) / p.stride + 1, (in[3] + 2 * p.pad - k) / p.stride + 1};
-    dn::post_ops ops;
-    if (p.silu) ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f);
-    if (residual >= 0) ops.append_binary(dn::algorithm::binary_add, desc(residual));
-    dn::primitive_attr attr;
-    attr.set_post_ops(ops);
-    const dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                          desc(src), {{oc, in[1], k, k}, f32, ftag::any}, {{oc}, f32, ftag::x},
-                                          {out, f32, layout_}, {p.stride, p.stride}, {p.pad, p.pad}, {p.pad, p.pad});
-    const dn::convolution_forward::primitive_desc pd(d, attr, engine_);
-    Step step{dn::convolution_forward(pd), {}};
-    step.args[DNNL_ARG_SRC] = memory(src);
-    step.args[DNNL_ARG_WEIGHTS] = reordered(p.weight, pd.weights_desc());
-    step.args[DNNL_ARG_BIAS] = copied(p.bias);
-    if (residual >= 0) step.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.silu ? 1 : 0) | DNNL_ARG_SRC_1] = memory(residual);
-    return finish(std::move(step), pd.dst_desc());
-  }
-
-  int concat(const std::vector<int>& srcs) {
-    dims out = shape(srcs.front());
-    out[1] = 0;
-    std::vector<dn::memory::desc> mds;
-    bool in_place = out[0] == 1 && block() > 0;
-    for (int v : srcs) {
-      const dims d = shape(v);
-      if (d[0] != out[0] || d[2] != out[2] || d[3] != out[3]) throw Unsupported("a Concat of differently sized maps");
-      out[1] += d[1];
-      mds.push_back(desc(v));
-      in_place = in_place && v != input_ && values_[v].part_of < 0 && d[1] % block() == 0 &&
-                 desc(v) == dn::memory::desc(d, f32, layout_);
-    }
-    if (in_place) {
-      const int dst = add({out, f32, layout_});
-      std::size_t offset = 0;
-      for (int v : srcs) {
-        values_[v].part_of = dst;
-        values_[v].offset = offset;
-        offset += desc(v).get_size();
-      }
-      return dst;
-    }
-    const dn::concat::primitive_desc pd({out, f32, layout_}, 1, mds, engine_);
-    Step step{dn::concat(pd), {}};
-    for (size_t i = 0; i < srcs.size(); ++i) step.args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = memory(srcs[i]);
-    return finish(std::move(step), pd.dst_desc());
-  }
-
-  int max_pool(int src, int64_t k, int64_t stride, int64_t pad) {
-    const dims in = shape(src);
-    const dims out{in[0], in[1], (in[2] + 2 * pad - k) / stride + 1, (in[3] + 2 * pad - k) / stride + 1};
-    const dn::pooling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::pooling_max, desc(src),
-                                      {out, f32, layout_}, {stride, stride}, {k, k}, {pad, pad}, {pad, pad});
-    const dn::pooling_forward::primitive_desc pd(d, engine_);
-    return finish({dn::pooling_forward(pd), {{DNNL_ARG_SRC, memory(src)}}}, pd.dst_desc());
-  }
-
-  int upsample_nearest(int src, int64_t factor) {
-    const dims in = shape(src);
-    const dims out{in[0], in[1], in[2] * factor, in[3] * factor};
-    const dn::resampling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::resampling_nearest,
-                                         desc(src), {out, f32, layout_});
-    const dn::resampling_forward::primitive_desc pd(d, engine_);
-    return finish({dn::resampling_forward(pd), {{DNNL_ARG_SRC, memory(src)}}}, pd.dst_desc());
-  }
-
-  // The values side by side along channels, in a new NCHW tensor (one of Detect's raw levels).
-  void output(const std::vector<int>& srcs) {
-    dims out = shape(srcs.front());
-    out[1] = 0;
-    for (int v : srcs) out[1] += shape(v)[1];
-    at::Tensor t = at::empty({out[0], out[1], out[2], out[3]}, at::kFloat);
-    const dn::memory::desc whole(out, f32, ftag::nchw);
-    int64_t offset = 0;
-    for (int v : srcs) {
-      const dims part = shape(v);
-      const dn::memory dst(whole.submemory_desc(part, {0, offset, 0, 0}), engine_, t.data_ptr());
-      plan_.steps.push_back({dn::reorder(memory(v), dst), {{DNNL_ARG_FROM, memory(v)}, {DNNL_ARG_TO, dst}}});
-      offset += part[1];
-    }
-    plan_.outputs.push_back(t);
-  }
-
-  // Storage for every value: its own, or its slice of the Concat it is part of.
-  void allocate() {
-    for (size_t v = 0; v < values_.size(); ++v) {
-      if (static_cast<int>(v) == input_ || values_[v].part_of >= 0) continue;
-      const auto bytes = static_cast<int64_t>(values_[v].memory.get_desc().get_size());
-      plan_.storage.push_back(at::empty({bytes}, at::kByte));
-      values_[v].memory.set_data_handle(plan_.storage.back().data_ptr());
-    }
-    for (auto& value : values_) {
-      if (value.part_of < 0) continue;
-      auto* base = static_cast<std::uint8_t*>(values_[value.part_of].memory.get_data_handle());
-      value.memory.set_data_handle(base + value.offset);
-    }
-  }
-
- private:
-  struct Value {
-    dn::memory memory;
-    int part_of = -1;         // the in-place Concat whose buffer holds it
-    std::size_t offset = 0;   // bytes into that buffer
-  };
-
-  int add(const dn::memory::desc& md) {
-    values_.push_back({dn::memory(md, engine_, DNNL_MEMORY_NONE)});
-    return static_cast<int>(values_.size()) - 1;
-  }
-  int finish(Step step, const dn::memory::desc& dst_desc) {
-    const int dst = add(dst_desc);
-    step.args[DNNL_ARG_DST] = memory(dst);
-    plan_.steps.push_back(std::move(step));
-    return dst;
-  }
-  dims shape(int v) const { return desc(v).dims(); }
-  dn::memory::desc desc(int v) const { return values_[v].memory.get_desc(); }
-  const dn::memory& memory(int v) const { return values_[v].memory; }
-  int64_t block() const { return layout_ == ftag::nChw16c ? 16 : layout_ == ftag::nChw8c ? 8 : 0; }
-
-  // The weights in the layout the primitive chose, reordered once.
-  dn::memory reordered(const at::Tensor& w, const dn::memory::desc& md) {
-    dn::memory user({{w.size(0), w.size(1), w.size(2), w.size(3)}, f32, ftag::oihw}, engine_, w.data_ptr());
-    dn::memory packed(md, engine_);
-    dn::reorder(user, packed).execute(stream_, user, packed);
-    stream_.wait();
-    return packed;
-  }
-  dn::memory copied(const at::Tensor& b) {
-    dn::memory m({{b.numel()}, f32, ftag::x}, engine_);
-    std::memcpy(m.get_data_handle(), b.data_ptr<float>(), sizeof(float) * static_cast<size_t>(b.numel()));
-    return m;
-  }
-
-  const dn::engine& engine_;
-  dn::stream& stream_;
-  ftag layout_;
-  Plan& plan_;
-  std::vector<Value> values_;
-  int input_ = -1;
-};
-
 // The model's layers as primitives, in the order DetectionModel::forward runs them.
 class ModelBuilder {
  public:
-  explicit ModelBuilder(Builder& b) : b_(b) {}
+  explicit ModelBuilder(PlanBuilder& b) : b_(b) {}
 
   void run(const nn::DetectionModelImpl& model, const dims& input) {
     const int x = b_.input(input);
@@ -274,10 +86,11 @@ class ModelBuilder {
     const ConvParams cv1 = params_of(*m.cv1);
     const int64_t c = m.c;
     ConvParams first = cv1, second = cv1;
-    first.weight = cv1.weight.slice(0, 0, c).contiguous();
-    first.bias = cv1.bias.slice(0, 0, c).contiguous();
-    second.weight = cv1.weight.slice(0, c, 2 * c).contiguous();
-    second.bias = cv1.bias.slice(0, c, 2 * c).contiguous();
+    first.weight = cv1.weight.slice(0, 0, c);
+    first.bias = cv1.bias.slice(0, 0, c);
+    second.weight = cv1.weight.slice(0, c, 2 * c);
+    second.bias = cv1.bias.slice(0, c, 2 * c);
+    second.first_channel = c;
     std::vector<int> parts{b_.conv(x, first), b_.conv(x, second)};
     for (const auto& block : m.m->children()) parts.push_back(bottleneck(parts.back(), *block->as<nn::BottleneckImpl>()));
     return b_.conv(b_.concat(parts), params_of(*m.cv2));
@@ -309,7 +122,7 @@ class ModelBuilder {
     return b_.conv(y, params_of(*s.ptr<torch::nn::Conv2dImpl>(2), false));
   }
 
-  Builder& b_;
+  PlanBuilder& b_;
 };
 
 // The blocked layout this CPU's convolutions prefer (nChw16c with AVX-512, nChw8c with AVX2).
@@ -332,22 +145,29 @@ struct OnednnNet::Impl {
   dn::engine engine{dn::engine::kind::cpu, 0};
   dn::stream stream{engine};
   ftag layout = ftag::nChw8c;
+  PackedWeights weights;  // shared by the plans
+  at::Tensor arena;       // the activations of whichever plan runs
   std::map<std::array<int64_t, 2>, std::unique_ptr<Plan>> plans;
 
   Plan& plan_for(int64_t h, int64_t w) {
     auto& slot = plans[{h, w}];
     if (!slot) {
-      if (plans.size() > 8) {  // many shapes (batches of mixed sizes): start over
+      if (plans.size() > 8) {  // many sizes (batches of mixed sizes): start over
         plans.clear();
         return plan_for(h, w);
       }
       auto plan = std::make_unique<Plan>();
-      Builder builder(engine, stream, layout, *plan);
+      PlanBuilder builder(engine, stream, layout, weights, *plan);
       ModelBuilder(builder).run(*model, {1, model->options.ch(), h, w});
-      builder.allocate();
+      builder.finish();
       slot = std::move(plan);
     }
-    return *slot;
+    Plan& plan = *slot;
+    if (!arena.defined() || static_cast<std::size_t>(arena.nbytes()) < plan.arena_bytes) {
+      arena = at::empty({static_cast<int64_t>(plan.arena_bytes)}, at::kByte);
+    }
+    plan.bind(arena.data_ptr());
+    return plan;
   }
 };
 
@@ -391,9 +211,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
   for (int64_t i = 0; i < x.size(0); ++i) {
-    plan.input.set_data_handle(input[i].data_ptr());
-    for (auto& step : plan.steps) step.primitive.execute(impl_->stream, step.args);
-    impl_->stream.wait();
+    plan.run(impl_->stream, input[i].data_ptr());
     images.push_back(impl_->model->head()->decode(plan.outputs));
   }
   return images.size() == 1 ? images.front() : at::cat(images);
@@ -402,11 +220,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
 std::size_t OnednnNet::plans() const { return impl_->plans.size(); }
 
 std::size_t OnednnNet::activation_bytes() const {
-  std::size_t bytes = 0;
-  for (const auto& [size, plan] : impl_->plans) {
-    for (const auto& t : plan->storage) bytes += static_cast<std::size_t>(t.nbytes());
-  }
-  return bytes;
+  return impl_->arena.defined() ? static_cast<std::size_t>(impl_->arena.nbytes()) : 0;
 }
 
 }  // namespace yolotrain::predict::detail

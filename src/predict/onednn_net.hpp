@@ -35,7 +35,7 @@ class OnednnNet {
 
   /// How many input sizes have their primitives built.
   std::size_t plans() const;
-  /// Bytes of activation memory those plans hold.
+  /// Bytes of the activations' arena (the largest plan's; plans share it).
   std::size_t activation_bytes() const;
 
  private:

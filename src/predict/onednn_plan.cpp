@@ -1,0 +1,203 @@
+#include "onednn_plan.hpp"
+
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+
+#include "arena_layout.hpp"
+
+namespace yolotrain::predict::detail {
+namespace {
+
+namespace dn = dnnl;
+using dims = dn::memory::dims;
+using ftag = dn::memory::format_tag;
+constexpr auto f32 = dn::memory::data_type::f32;
+
+}  // namespace
+
+void Plan::bind(void* arena) {
+  if (bound == arena) return;
+  for (auto& [memory, offset] : bindings) memory.set_data_handle(static_cast<std::uint8_t*>(arena) + offset);
+  bound = arena;
+}
+
+void Plan::run(dn::stream& stream, void* image) {
+  input.set_data_handle(image);
+  for (auto& step : steps) step.primitive.execute(stream, step.args);
+  stream.wait();
+}
+
+dn::memory PackedWeights::get(const at::Tensor& t, std::pair<const void*, int64_t> key, const dn::memory::desc& md,
+                              const dn::engine& engine, dn::stream& stream) {
+  auto& variants = packed_[key];
+  for (const auto& m : variants) {
+    if (m.get_desc() == md) return m;
+  }
+  const at::Tensor c = t.contiguous();
+  const dn::memory::desc plain = c.dim() == 4 ? dn::memory::desc({c.size(0), c.size(1), c.size(2), c.size(3)}, f32, ftag::oihw)
+                                              : dn::memory::desc({c.numel()}, f32, ftag::x);
+  dn::memory user(plain, engine, c.data_ptr());
+  dn::memory packed(md, engine);
+  dn::reorder(user, packed).execute(stream, user, packed);
+  stream.wait();
+  variants.push_back(packed);
+  return packed;
+}
+
+int PlanBuilder::input(const dims& nchw) {
+  input_ = add({nchw, f32, ftag::nchw});
+  plan_.input = values_.back().memory;
+  return input_;
+}
+
+int PlanBuilder::conv(int src, const ConvParams& p, int residual) {
+  const dims in = shape(src);
+  const int64_t oc = p.weight.size(0), k = p.weight.size(2);
+  if (p.weight.size(1) != in[1]) throw Unsupported("a convolution whose input channels do not match its weights");
+  const dims out{in[0], oc, (in[2] + 2 * p.pad - k) / p.stride + 1, (in[3] + 2 * p.pad - k) / p.stride + 1};
+  dn::post_ops ops;
+  if (p.silu) ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f);
+  if (residual >= 0) ops.append_binary(dn::algorithm::binary_add, desc(residual));
+  dn::primitive_attr attr;
+  attr.set_post_ops(ops);
+  const dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, desc(src),
+                                        {{oc, in[1], k, k}, f32, ftag::any}, {{oc}, f32, ftag::x}, {out, f32, layout_},
+                                        {p.stride, p.stride}, {p.pad, p.pad}, {p.pad, p.pad});
+  const dn::convolution_forward::primitive_desc pd(d, attr, engine_);
+  Step step{dn::convolution_forward(pd), {}};
+  step.args[DNNL_ARG_SRC] = read(src);
+  step.args[DNNL_ARG_WEIGHTS] = weights_.get(p.weight, {p.weight_source, p.first_channel}, pd.weights_desc(), engine_, stream_);
+  step.args[DNNL_ARG_BIAS] = weights_.get(p.bias, {p.bias_source, p.first_channel}, pd.bias_desc(), engine_, stream_);
+  if (residual >= 0) step.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.silu ? 1 : 0) | DNNL_ARG_SRC_1] = read(residual);
+  return append(std::move(step), pd.dst_desc());
+}
+
+int PlanBuilder::concat(const std::vector<int>& srcs) {
+  dims out = shape(srcs.front());
+  out[1] = 0;
+  std::vector<dn::memory::desc> mds;
+  bool in_place = out[0] == 1 && block() > 0;
+  for (int v : srcs) {
+    const dims d = shape(v);
+    if (d[0] != out[0] || d[2] != out[2] || d[3] != out[3]) throw Unsupported("a Concat of differently sized maps");
+    out[1] += d[1];
+    mds.push_back(desc(v));
+    const Value& value = values_[static_cast<std::size_t>(v)];
+    in_place = in_place && v != input_ && value.part_of < 0 && d[1] % block() == 0 &&
+               desc(v) == dn::memory::desc(d, f32, layout_);
+  }
+  if (in_place) {
+    const int dst = add({out, f32, layout_});
+    std::size_t offset = 0;
+    for (int v : srcs) {
+      Value& value = values_[static_cast<std::size_t>(v)];
+      value.part_of = dst;
+      value.offset = offset;
+      offset += value.memory.get_desc().get_size();
+    }
+    return dst;
+  }
+  const dn::concat::primitive_desc pd({out, f32, layout_}, 1, mds, engine_);
+  Step step{dn::concat(pd), {}};
+  for (size_t i = 0; i < srcs.size(); ++i) step.args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = read(srcs[i]);
+  return append(std::move(step), pd.dst_desc());
+}
+
+int PlanBuilder::max_pool(int src, int64_t k, int64_t stride, int64_t pad) {
+  const dims in = shape(src);
+  const dims out{in[0], in[1], (in[2] + 2 * pad - k) / stride + 1, (in[3] + 2 * pad - k) / stride + 1};
+  const dn::pooling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::pooling_max, desc(src),
+                                    {out, f32, layout_}, {stride, stride}, {k, k}, {pad, pad}, {pad, pad});
+  const dn::pooling_forward::primitive_desc pd(d, engine_);
+  return append({dn::pooling_forward(pd), {{DNNL_ARG_SRC, read(src)}}}, pd.dst_desc());
+}
+
+int PlanBuilder::upsample_nearest(int src, int64_t factor) {
+  const dims in = shape(src);
+  const dims out{in[0], in[1], in[2] * factor, in[3] * factor};
+  const dn::resampling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::resampling_nearest, desc(src),
+                                       {out, f32, layout_});
+  const dn::resampling_forward::primitive_desc pd(d, engine_);
+  return append({dn::resampling_forward(pd), {{DNNL_ARG_SRC, read(src)}}}, pd.dst_desc());
+}
+
+void PlanBuilder::output(const std::vector<int>& srcs) {
+  dims out = shape(srcs.front());
+  out[1] = 0;
+  for (int v : srcs) out[1] += shape(v)[1];
+  at::Tensor t = at::empty({out[0], out[1], out[2], out[3]}, at::kFloat);
+  const dn::memory::desc whole(out, f32, ftag::nchw);
+  int64_t channel = 0;
+  for (int v : srcs) {
+    const dims part = shape(v);
+    const dn::memory dst(whole.submemory_desc(part, {0, channel, 0, 0}), engine_, t.data_ptr());
+    const dn::memory& from = read(v);
+    plan_.steps.push_back({dn::reorder(from, dst), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, dst}}});
+    channel += part[1];
+  }
+  plan_.outputs.push_back(t);
+}
+
+void PlanBuilder::finish() {
+  // One buffer per value that is no Concat's part; a part lives inside its (outermost) Concat's.
+  std::vector<int> buffer(values_.size(), -1);
+  std::vector<BufferLife> lives;
+  const auto root = [&](int v, std::size_t& offset) {
+    offset = 0;
+    while (values_[static_cast<std::size_t>(v)].part_of >= 0) {
+      offset += values_[static_cast<std::size_t>(v)].offset;
+      v = values_[static_cast<std::size_t>(v)].part_of;
+    }
+    return v;
+  };
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (static_cast<int>(v) == input_ || values_[v].part_of >= 0) continue;
+    buffer[v] = static_cast<int>(lives.size());
+    lives.push_back({values_[v].memory.get_desc().get_size(), values_[v].first, values_[v].last});
+  }
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (static_cast<int>(v) == input_) continue;
+    std::size_t offset = 0;
+    BufferLife& life = lives[static_cast<std::size_t>(buffer[static_cast<std::size_t>(root(static_cast<int>(v), offset))])];
+    for (const int step : {values_[v].first, values_[v].last}) {
+      if (step < 0) continue;
+      life.first = life.first < 0 ? step : std::min(life.first, step);
+      life.last = std::max(life.last, step);
+    }
+  }
+  for (auto& life : lives) life.last = std::max(life.last, life.first);
+  const ArenaLayout layout = layout_arena(lives);
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (static_cast<int>(v) == input_) continue;
+    std::size_t offset = 0;
+    const int r = root(static_cast<int>(v), offset);
+    plan_.bindings.emplace_back(values_[v].memory, layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(r)])] + offset);
+  }
+  plan_.arena_bytes = layout.bytes;
+}
+
+int PlanBuilder::add(const dn::memory::desc& md) {
+  values_.push_back({dn::memory(md, engine_, DNNL_MEMORY_NONE)});
+  return static_cast<int>(values_.size()) - 1;
+}
+
+int PlanBuilder::append(Step step, const dn::memory::desc& dst_desc) {
+  const int dst = add(dst_desc);
+  values_.back().first = static_cast<int>(plan_.steps.size());
+  step.args[DNNL_ARG_DST] = values_.back().memory;
+  plan_.steps.push_back(std::move(step));
+  return dst;
+}
+
+const dn::memory& PlanBuilder::read(int v) {
+  Value& value = values_[static_cast<std::size_t>(v)];
+  value.last = static_cast<int>(plan_.steps.size());  // the step being built
+  return value.memory;
+}
+
+int64_t PlanBuilder::block() const {
+  return layout_ == ftag::nChw16c ? 16 : layout_ == ftag::nChw8c ? 8 : 0;
+}
+
+}  // namespace yolotrain::predict::detail

@@ -1,0 +1,109 @@
+#pragma once
+// A plan: the oneDNN primitives of the detection network for one input size (batch 1), built
+// layer by layer by a PlanBuilder (docs/predict.md, "The oneDNN forward").
+#include <ATen/core/Tensor.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace yolotrain::predict::detail {
+
+/// Something in the model the oneDNN forward does not run (the caller falls back to libtorch's).
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Step {
+  dnnl::primitive primitive;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+struct Plan {
+  dnnl::memory input;               ///< NCHW; the caller's image becomes its data on each call
+  std::vector<Step> steps;
+  std::vector<at::Tensor> outputs;  ///< Detect's raw levels [1, 4 * reg_max + nc, h, w]
+  /// Every activation's place in the arena all plans share (one plan runs at a time).
+  std::vector<std::pair<dnnl::memory, std::size_t>> bindings;
+  std::size_t arena_bytes = 0;
+  void* bound = nullptr;  ///< the arena the activations point into now
+
+  /// Points the activations into `arena` (at least arena_bytes) unless they already are.
+  void bind(void* arena);
+  /// Runs the steps on `input` (float32 NCHW, the plan's size); the outputs then hold its levels.
+  void run(dnnl::stream& stream, void* input);
+};
+
+/// A convolution as oneDNN takes it: OIHW weights, a bias, square kernel, stride and padding.
+struct ConvParams {
+  at::Tensor weight, bias;
+  int64_t stride = 1, pad = 0;
+  bool silu = false;
+  /// Name the weights and bias in the cache every plan shares: the model parameters' data and
+  /// the first output channel taken from them (a C2f's cv1 runs as two halves).
+  const void* weight_source = nullptr;
+  const void* bias_source = nullptr;
+  int64_t first_channel = 0;
+};
+
+/// Weights and biases reordered into the layout a primitive chose, once for all plans.
+class PackedWeights {
+ public:
+  dnnl::memory get(const at::Tensor& t, std::pair<const void*, int64_t> key, const dnnl::memory::desc& md,
+                   const dnnl::engine& engine, dnnl::stream& stream);
+
+ private:
+  std::map<std::pair<const void*, int64_t>, std::vector<dnnl::memory>> packed_;
+};
+
+/// Appends primitives to a plan. Values are memories in one layout whose storage is laid out at
+/// the end (finish()): an arena where values not alive at the same time share bytes. A Concat
+/// whose parts fill whole channel blocks costs nothing: in a blocked layout at batch 1, channels
+/// [c0, c0 + c) with c0 and c multiples of the block are one dense run of memory, so each part is
+/// written straight into its slice of the Concat's buffer.
+class PlanBuilder {
+ public:
+  PlanBuilder(const dnnl::engine& engine, dnnl::stream& stream, dnnl::memory::format_tag layout,
+              PackedWeights& weights, Plan& plan)
+      : engine_(engine), stream_(stream), layout_(layout), weights_(weights), plan_(plan) {}
+
+  int input(const dnnl::memory::dims& nchw);
+  /// [silu](conv(src) + bias) [+ residual]
+  int conv(int src, const ConvParams& p, int residual = -1);
+  int concat(const std::vector<int>& srcs);
+  int max_pool(int src, int64_t k, int64_t stride, int64_t pad);
+  int upsample_nearest(int src, int64_t factor);
+  /// The values side by side along channels in a new NCHW tensor (a Detect level), Plan::outputs.
+  void output(const std::vector<int>& srcs);
+  /// Lays the arena out (Plan::bindings, arena_bytes).
+  void finish();
+
+ private:
+  struct Value {
+    dnnl::memory memory;
+    int part_of = -1;        // the in-place Concat whose buffer holds it
+    std::size_t offset = 0;  // bytes into that buffer
+    int first = -1, last = -1;  // steps that write it first and read it last
+  };
+
+  int add(const dnnl::memory::desc& md);
+  int append(Step step, const dnnl::memory::desc& dst_desc);
+  const dnnl::memory& read(int v);  // as a step's source: extends its life to that step
+  dnnl::memory::dims shape(int v) const { return desc(v).dims(); }
+  dnnl::memory::desc desc(int v) const { return values_[static_cast<std::size_t>(v)].memory.get_desc(); }
+  int64_t block() const;
+
+  const dnnl::engine& engine_;
+  dnnl::stream& stream_;
+  dnnl::memory::format_tag layout_;
+  PackedWeights& weights_;
+  Plan& plan_;
+  std::vector<Value> values_;
+  int input_ = -1;
+};
+
+}  // namespace yolotrain::predict::detail
