@@ -13,6 +13,7 @@
 #include "yolotrain/predict/predictor.hpp"
 #include "yolotrain/predict/sources.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -75,8 +76,14 @@ int main(int argc, char** argv) {
     for (std::size_t k = 0; k < variants.size(); ++k) {
       for (const std::size_t batch : {std::size_t(1), std::size_t(8)}) {
         if (batch > images.size()) continue;
+        const auto start = std::chrono::steady_clock::now();
         const auto [sum, n] = run(predictors[k], batch);
-        if (r == 0) continue;
+        if (r == 0) {
+          const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+          std::printf("first pass %-8s batch %zu: %6.1f ms per image (every size's first call)\n", variants[k].name,
+                      batch, took.count() / static_cast<double>(n));
+          continue;
+        }
         std::printf("round %zu %-8s batch %zu: %6.1f ms preprocess, %6.1f ms inference, %5.1f ms postprocess per image (%zu images)\n",
                     r, variants[k].name, batch, sum.preprocess / n, sum.inference / n, sum.postprocess / n, n);
         std::fflush(stdout);

@@ -147,22 +147,34 @@ struct OnednnNet::Impl {
   ftag layout = ftag::nChw8c;
   PackedWeights weights;  // shared by the plans
   at::Tensor arena;       // the activations of whichever plan runs
-  std::map<std::array<int64_t, 2>, std::unique_ptr<Plan>> plans;
+  struct Cached {
+    std::unique_ptr<Plan> plan;
+    std::uint64_t used = 0;
+  };
+  std::map<std::array<int64_t, 2>, Cached> plans;
+  std::uint64_t calls = 0;
+  // Letterboxing at one imgsz gives at most 2 * imgsz / 32 sizes (40 at 640); plans hold no
+  // activations, so keeping that many is cheap. Beyond it the least recently used goes.
+  static constexpr std::size_t kCapacity = 48;
 
   Plan& plan_for(int64_t h, int64_t w) {
-    auto& slot = plans[{h, w}];
-    if (!slot) {
-      if (plans.size() > 8) {  // many sizes (batches of mixed sizes): start over
-        plans.clear();
-        return plan_for(h, w);
-      }
+    Cached& slot = plans[{h, w}];
+    slot.used = ++calls;
+    if (!slot.plan) {
       auto plan = std::make_unique<Plan>();
       PlanBuilder builder(engine, stream, layout, weights, *plan);
       ModelBuilder(builder).run(*model, {1, model->options.ch(), h, w});
       builder.finish();
-      slot = std::move(plan);
+      slot.plan = std::move(plan);
+      if (plans.size() > kCapacity) {
+        auto oldest = plans.begin();
+        for (auto it = plans.begin(); it != plans.end(); ++it) {
+          if (it->second.used < oldest->second.used) oldest = it;
+        }
+        plans.erase(oldest);
+      }
     }
-    Plan& plan = *slot;
+    Plan& plan = *slot.plan;
     if (!arena.defined() || static_cast<std::size_t>(arena.nbytes()) < plan.arena_bytes) {
       arena = at::empty({static_cast<int64_t>(plan.arena_bytes)}, at::kByte);
     }
@@ -211,8 +223,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
   for (int64_t i = 0; i < x.size(0); ++i) {
-    plan.run(impl_->stream, input[i].data_ptr());
-    images.push_back(impl_->model->head()->decode(plan.outputs));
+    images.push_back(impl_->model->head()->decode(plan.run(impl_->stream, input[i].data_ptr())));
   }
   return images.size() == 1 ? images.front() : at::cat(images);
 }

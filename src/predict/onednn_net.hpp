@@ -29,8 +29,8 @@ class OnednnNet {
 
   /// = model->predict(x) to float rounding: x [B, 3, H, W] float32 on the CPU, H and W multiples of
   /// the largest stride. Runs the images of a batch one after the other; the primitives for an
-  /// (H, W) are built on its first call and kept (up to eight sizes). Not thread-safe: one call at
-  /// a time.
+  /// (H, W) are built on its first call and kept (up to 48 sizes, then the least recently used
+  /// goes). Not thread-safe: one call at a time.
   at::Tensor predict(const at::Tensor& x);
 
   /// How many input sizes have their primitives built.

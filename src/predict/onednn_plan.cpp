@@ -1,6 +1,6 @@
 #include "onednn_plan.hpp"
 
-#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 
 #include <algorithm>
 
@@ -22,10 +22,13 @@ void Plan::bind(void* arena) {
   bound = arena;
 }
 
-void Plan::run(dn::stream& stream, void* image) {
+std::vector<at::Tensor> Plan::run(dn::stream& stream, void* image) {
   input.set_data_handle(image);
   for (auto& step : steps) step.primitive.execute(stream, step.args);
   stream.wait();
+  std::vector<at::Tensor> levels;
+  for (const auto& o : outputs) levels.push_back(at::from_blob(static_cast<std::uint8_t*>(bound) + o.offset, o.sizes, at::kFloat));
+  return levels;
 }
 
 dn::memory PackedWeights::get(const at::Tensor& t, std::pair<const void*, int64_t> key, const dn::memory::desc& md,
@@ -126,17 +129,23 @@ void PlanBuilder::output(const std::vector<int>& srcs) {
   dims out = shape(srcs.front());
   out[1] = 0;
   for (int v : srcs) out[1] += shape(v)[1];
-  at::Tensor t = at::empty({out[0], out[1], out[2], out[3]}, at::kFloat);
   const dn::memory::desc whole(out, f32, ftag::nchw);
+  const int level = add(whole);
+  values_.back().first = static_cast<int>(plan_.steps.size());
+  values_.back().output = true;
   int64_t channel = 0;
   for (int v : srcs) {
     const dims part = shape(v);
-    const dn::memory dst(whole.submemory_desc(part, {0, channel, 0, 0}), engine_, t.data_ptr());
+    // A channel slice of the level: the sub-memory's descriptor carries the offset, its data
+    // handle is the level's start.
+    const dn::memory dst(whole.submemory_desc(part, {0, channel, 0, 0}), engine_, DNNL_MEMORY_NONE);
+    views_.emplace_back(dst, level);
     const dn::memory& from = read(v);
     plan_.steps.push_back({dn::reorder(from, dst), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, dst}}});
     channel += part[1];
   }
-  plan_.outputs.push_back(t);
+  outputs_.push_back(level);
+  plan_.outputs.push_back({out, 0});
 }
 
 void PlanBuilder::finish() {
@@ -166,6 +175,10 @@ void PlanBuilder::finish() {
       life.last = std::max(life.last, step);
     }
   }
+  const int end = static_cast<int>(plan_.steps.size());  // the outputs are read after the steps
+  for (std::size_t v = 0; v < values_.size(); ++v) {
+    if (values_[v].output) lives[static_cast<std::size_t>(buffer[v])].last = end;
+  }
   for (auto& life : lives) life.last = std::max(life.last, life.first);
   const ArenaLayout layout = layout_arena(lives);
   for (std::size_t v = 0; v < values_.size(); ++v) {
@@ -173,6 +186,12 @@ void PlanBuilder::finish() {
     std::size_t offset = 0;
     const int r = root(static_cast<int>(v), offset);
     plan_.bindings.emplace_back(values_[v].memory, layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(r)])] + offset);
+  }
+  for (const auto& [memory, v] : views_) {
+    plan_.bindings.emplace_back(memory, layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(v)])]);
+  }
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    plan_.outputs[i].offset = layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(outputs_[i])])];
   }
   plan_.arena_bytes = layout.bytes;
 }

@@ -24,9 +24,14 @@ struct Step {
 };
 
 struct Plan {
-  dnnl::memory input;               ///< NCHW; the caller's image becomes its data on each call
+  /// One of Detect's raw levels [1, 4 * reg_max + nc, h, w], NCHW, in the arena.
+  struct Output {
+    std::vector<int64_t> sizes;
+    std::size_t offset = 0;
+  };
+  dnnl::memory input;  ///< NCHW; the caller's image becomes its data on each call
   std::vector<Step> steps;
-  std::vector<at::Tensor> outputs;  ///< Detect's raw levels [1, 4 * reg_max + nc, h, w]
+  std::vector<Output> outputs;
   /// Every activation's place in the arena all plans share (one plan runs at a time).
   std::vector<std::pair<dnnl::memory, std::size_t>> bindings;
   std::size_t arena_bytes = 0;
@@ -34,8 +39,9 @@ struct Plan {
 
   /// Points the activations into `arena` (at least arena_bytes) unless they already are.
   void bind(void* arena);
-  /// Runs the steps on `input` (float32 NCHW, the plan's size); the outputs then hold its levels.
-  void run(dnnl::stream& stream, void* input);
+  /// Runs the steps on `input` (float32 NCHW, the plan's size) and returns Detect's levels: views
+  /// of the arena, valid until the next run of any plan.
+  std::vector<at::Tensor> run(dnnl::stream& stream, void* input);
 };
 
 /// A convolution as oneDNN takes it: OIHW weights, a bias, square kernel, stride and padding.
@@ -77,7 +83,7 @@ class PlanBuilder {
   int concat(const std::vector<int>& srcs);
   int max_pool(int src, int64_t k, int64_t stride, int64_t pad);
   int upsample_nearest(int src, int64_t factor);
-  /// The values side by side along channels in a new NCHW tensor (a Detect level), Plan::outputs.
+  /// The values side by side along channels in one NCHW buffer (a Detect level, Plan::outputs).
   void output(const std::vector<int>& srcs);
   /// Lays the arena out (Plan::bindings, arena_bytes).
   void finish();
@@ -88,6 +94,7 @@ class PlanBuilder {
     int part_of = -1;        // the in-place Concat whose buffer holds it
     std::size_t offset = 0;  // bytes into that buffer
     int first = -1, last = -1;  // steps that write it first and read it last
+    bool output = false;        // read after the last step (lives to the end)
   };
 
   int add(const dnnl::memory::desc& md);
@@ -103,6 +110,8 @@ class PlanBuilder {
   PackedWeights& weights_;
   Plan& plan_;
   std::vector<Value> values_;
+  std::vector<std::pair<dnnl::memory, int>> views_;  // memories at the start of a value's buffer
+  std::vector<int> outputs_;                          // the values behind Plan::outputs
   int input_ = -1;
 };
 

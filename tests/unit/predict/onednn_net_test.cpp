@@ -118,3 +118,18 @@ TEST_CASE("The oneDNN forward refuses a model it cannot run and says why", "[pre
   CHECK_THROWS_WITH(net->predict(at::rand({1, 3, 100, 64})), Catch::Contains("multiples of 32"));
   CHECK_THROWS_WITH(net->predict(at::rand({1, 3, 64, 64}, at::kDouble)), Catch::Contains("float32"));
 }
+
+TEST_CASE("The oneDNN forward keeps the primitives of at most 48 input sizes", "[predict][onednn]") {
+  nn::DetectionModel model = fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8n.yaml").nc(2)));
+  std::string why;
+  const auto net = OnednnNet::compile(model, why);
+  REQUIRE(net);
+  c10::InferenceMode guard;
+  const at::Tensor first = at::rand({1, 3, 32, 64});
+  const at::Tensor want = net->predict(first);
+  for (int64_t h = 1; h <= 50; ++h) net->predict(at::rand({1, 3, 32 * h, 32}));
+  CHECK(net->plans() == 48);
+  CHECK(net->activation_bytes() > 0);
+  // 32x64's plan was the least recently used: rebuilt, it gives the same predictions.
+  CHECK(at::allclose(net->predict(first), want));
+}
