@@ -219,7 +219,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
   }
   c10::InferenceMode inference;
   at::init_num_threads();  // oneDNN's OpenMP threads: libtorch's setting, in whichever thread calls
-  const at::Tensor input = x.contiguous();
+  const at::Tensor input = x.contiguous(impl_->layout == ftag::nhwc ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::Contiguous);
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
   for (int64_t i = 0; i < x.size(0); ++i) {

@@ -49,7 +49,7 @@ dn::memory PackedWeights::get(const at::Tensor& t, std::pair<const void*, int64_
 }
 
 int PlanBuilder::input(const dims& nchw) {
-  input_ = add({nchw, f32, ftag::nchw});
+  input_ = add({nchw, f32, layout_ == ftag::nhwc ? ftag::nhwc : ftag::nchw});
   plan_.input = values_.back().memory;
   return input_;
 }
