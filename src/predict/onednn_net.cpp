@@ -17,11 +17,6 @@
 namespace yolotrain::predict::detail {
 namespace {
 
-namespace dn = dnnl;
-using dims = dn::memory::dims;
-using ftag = dn::memory::format_tag;
-constexpr auto f32 = dn::memory::data_type::f32;
-
 ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   const auto& o = conv.options;
   const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());

@@ -22,7 +22,8 @@ class OnednnNet {
   enum class Layout { Preferred, Blocked8, Blocked16, Nhwc };
 
   /// A network for `model` (fused, float32, on the CPU), or nullptr with `why` saying what it has
-  /// that this path does not run (the caller then uses the model's own forward).
+  /// that this path does not run (the caller then uses the model's own forward). The weights are
+  /// read once (on each tensor's first use): change them and compile again.
   static std::unique_ptr<OnednnNet> compile(const nn::DetectionModel& model, std::string& why,
                                             Layout layout = Layout::Preferred);
   ~OnednnNet();

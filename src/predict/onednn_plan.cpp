@@ -7,14 +7,6 @@
 #include "arena_layout.hpp"
 
 namespace yolotrain::predict::detail {
-namespace {
-
-namespace dn = dnnl;
-using dims = dn::memory::dims;
-using ftag = dn::memory::format_tag;
-constexpr auto f32 = dn::memory::data_type::f32;
-
-}  // namespace
 
 void Plan::bind(void* arena) {
   if (bound == arena) return;

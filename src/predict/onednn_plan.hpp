@@ -13,6 +13,12 @@
 
 namespace yolotrain::predict::detail {
 
+// Short names for the oneDNN types the plan's files use.
+namespace dn = dnnl;
+using dims = dnnl::memory::dims;
+using ftag = dnnl::memory::format_tag;
+constexpr auto f32 = dnnl::memory::data_type::f32;
+
 /// Something in the model the oneDNN forward does not run (the caller falls back to libtorch's).
 struct Unsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
