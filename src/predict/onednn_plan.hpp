@@ -35,7 +35,7 @@ struct Plan {
     std::vector<int64_t> sizes;
     std::size_t offset = 0;
   };
-  dnnl::memory input;  ///< NCHW; the caller's image becomes its data on each call
+  dnnl::memory input;  ///< NCHW (NHWC in the nhwc layout); the caller's image becomes its data on each call
   std::vector<Step> steps;
   std::vector<Output> outputs;
   /// Every activation's place in the arena all plans share (one plan runs at a time).
@@ -45,7 +45,7 @@ struct Plan {
 
   /// Points the activations into `arena` (at least arena_bytes) unless they already are.
   void bind(void* arena);
-  /// Runs the steps on `input` (float32 NCHW, the plan's size) and returns Detect's levels: views
+  /// Runs the steps on `input` (float32, the plan's size and layout) and returns Detect's levels: views
   /// of the arena, valid until the next run of any plan.
   std::vector<at::Tensor> run(dnnl::stream& stream, void* input);
 };

@@ -63,7 +63,8 @@ struct PixelView {
 /// Runs a YOLOv8 detection model on images as Ultralytics' DetectionPredictor does: LetterBox
 /// to `imgsz` with the minimal padding to a multiple of the stride when the batch's images share
 /// one size (else the full imgsz), BGR -> RGB, /255, the network in inference mode (Conv+BN
-/// fused), NMS without multi-label, boxes scaled back to the original image and clipped.
+/// fused; on the CPU run by oneDNN's primitives directly, docs/predict.md), NMS without
+/// multi-label, boxes scaled back to the original image and clipped.
 ///
 /// Built from a weights file: an Ultralytics `.pt`, a yolo_train checkpoint (`.ytckpt`, its EMA
 /// weights) or `.safetensors` (io::read_model_weights()). Not thread-safe: use one Predictor per
