@@ -31,12 +31,17 @@ ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   if (conv.weight.scalar_type() != at::kFloat || !conv.weight.device().is_cpu()) {
     throw Unsupported("weights that are not float32 on the CPU");
   }
-  return {conv.weight, conv.bias, (*o.stride())[0], (**pad)[0], silu, conv.weight.data_ptr(), conv.bias.data_ptr(), 0};
+  return {conv.weight, conv.bias, (*o.stride())[0], (**pad)[0], silu};
 }
 
 ConvParams params_of(const nn::ConvImpl& conv) {
   if (!conv.fused()) throw Unsupported("a Conv whose BatchNorm is not folded (fuse the model)");
   return params_of(*conv.conv, !conv.act.is_empty());
+}
+
+// The largest stride: input sizes are multiples of it.
+int64_t max_stride(const nn::DetectionModel& model) {
+  return model->strides().empty() ? 32 : static_cast<int64_t>(model->strides().back());
 }
 
 // The model's layers as primitives, in the order DetectionModel::forward runs them.
@@ -85,7 +90,6 @@ class ModelBuilder {
     first.bias = cv1.bias.slice(0, 0, c);
     second.weight = cv1.weight.slice(0, c, 2 * c);
     second.bias = cv1.bias.slice(0, c, 2 * c);
-    second.first_channel = c;
     std::vector<int> parts{b_.conv(x, first), b_.conv(x, second)};
     for (const auto& block : m.m->children()) parts.push_back(bottleneck(parts.back(), *block->as<nn::BottleneckImpl>()));
     return b_.conv(b_.concat(parts), params_of(*m.cv2));
@@ -191,7 +195,7 @@ std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, s
       case Layout::Blocked16: impl->layout = ftag::nChw16c; break;
       case Layout::Nhwc: impl->layout = ftag::nhwc; break;
     }
-    const int64_t s = model->strides().empty() ? 32 : static_cast<int64_t>(model->strides().back());
+    const int64_t s = max_stride(model);
     impl->plan_for(2 * s, 2 * s);  // checks every layer once, on a small input
   } catch (const Unsupported& e) {
     why = std::string("the model has ") + e.what();
@@ -208,7 +212,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
     throw Error("OnednnNet::predict: expected a float32 CPU input [B, " + std::to_string(impl_->model->options.ch()) +
                 ", H, W], got " + c10::str(x.sizes()) + " " + c10::toString(x.scalar_type()));
   }
-  const int64_t s = impl_->model->strides().empty() ? 32 : static_cast<int64_t>(impl_->model->strides().back());
+  const int64_t s = max_stride(impl_->model);
   if (x.size(2) % s != 0 || x.size(3) % s != 0) {
     throw Error("OnednnNet::predict: input height and width must be multiples of " + std::to_string(s));
   }

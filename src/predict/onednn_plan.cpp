@@ -23,9 +23,9 @@ std::vector<at::Tensor> Plan::run(dn::stream& stream, void* image) {
   return levels;
 }
 
-dn::memory PackedWeights::get(const at::Tensor& t, std::pair<const void*, int64_t> key, const dn::memory::desc& md,
-                              const dn::engine& engine, dn::stream& stream) {
-  auto& variants = packed_[key];
+dn::memory PackedWeights::get(const at::Tensor& t, const dn::memory::desc& md, const dn::engine& engine,
+                              dn::stream& stream) {
+  auto& variants = packed_[t.data_ptr()];
   for (const auto& m : variants) {
     if (m.get_desc() == md) return m;
   }
@@ -62,8 +62,8 @@ int PlanBuilder::conv(int src, const ConvParams& p, int residual) {
   const dn::convolution_forward::primitive_desc pd(d, attr, engine_);
   Step step{dn::convolution_forward(pd), {}};
   step.args[DNNL_ARG_SRC] = read(src);
-  step.args[DNNL_ARG_WEIGHTS] = weights_.get(p.weight, {p.weight_source, p.first_channel}, pd.weights_desc(), engine_, stream_);
-  step.args[DNNL_ARG_BIAS] = weights_.get(p.bias, {p.bias_source, p.first_channel}, pd.bias_desc(), engine_, stream_);
+  step.args[DNNL_ARG_WEIGHTS] = weights_.get(p.weight, pd.weights_desc(), engine_, stream_);
+  step.args[DNNL_ARG_BIAS] = weights_.get(p.bias, pd.bias_desc(), engine_, stream_);
   if (residual >= 0) step.args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.silu ? 1 : 0) | DNNL_ARG_SRC_1] = read(residual);
   return append(std::move(step), pd.dst_desc());
 }

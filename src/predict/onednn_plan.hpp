@@ -55,21 +55,18 @@ struct ConvParams {
   at::Tensor weight, bias;
   int64_t stride = 1, pad = 0;
   bool silu = false;
-  /// Name the weights and bias in the cache every plan shares: the model parameters' data and
-  /// the first output channel taken from them (a C2f's cv1 runs as two halves).
-  const void* weight_source = nullptr;
-  const void* bias_source = nullptr;
-  int64_t first_channel = 0;
 };
 
-/// Weights and biases reordered into the layout a primitive chose, once for all plans.
+/// Weights and biases reordered into the layout a primitive chose, once for all plans. The
+/// tensors are the model's parameters or slices of them (a C2f's cv1 runs as two halves), alive
+/// as long as the model: the address of a tensor's first element names it.
 class PackedWeights {
  public:
-  dnnl::memory get(const at::Tensor& t, std::pair<const void*, int64_t> key, const dnnl::memory::desc& md,
-                   const dnnl::engine& engine, dnnl::stream& stream);
+  dnnl::memory get(const at::Tensor& t, const dnnl::memory::desc& md, const dnnl::engine& engine,
+                   dnnl::stream& stream);
 
  private:
-  std::map<std::pair<const void*, int64_t>, std::vector<dnnl::memory>> packed_;
+  std::map<const void*, std::vector<dnnl::memory>> packed_;
 };
 
 /// Appends primitives to a plan. Values are memories in one layout whose storage is laid out at

@@ -65,14 +65,16 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
   m.net->to(m.device, m.dtype);
-  // On the CPU the measured faster layout (docs/nn.md), as training and validation use.
-  if (m.device.is_cpu()) m.format = nn::preferred_cpu_memory_format();
-  nn::set_memory_format(*m.net, m.format);
   if (m.device.is_cpu() && options.fuse && options.onednn) {
     std::string why;
     m.onednn = detail::OnednnNet::compile(m.net, why);
-    if (m.onednn) m.format = c10::MemoryFormat::Contiguous;  // the oneDNN forward reads NCHW
-    else std::cerr << "predict: running libtorch's forward: " << why << std::endl;
+    if (!m.onednn) std::cerr << "predict: running libtorch's forward: " << why << std::endl;
+  }
+  // libtorch's forward on the CPU: the measured faster layout (docs/nn.md), as training and
+  // validation use. The oneDNN forward reads NCHW and has packed the weights as they are.
+  if (m.device.is_cpu() && !m.onednn) {
+    m.format = nn::preferred_cpu_memory_format();
+    nn::set_memory_format(*m.net, m.format);
   }
 }
 
