@@ -12,7 +12,7 @@
 namespace yolotrain::plots {
 namespace {
 
-constexpr int kWidth = 2250, kHeight = 1500;
+constexpr int kCurveWidth = 2250, kCurveHeight = 1500;
 const cv::Scalar kMeanBlue(255, 0, 0);  // matplotlib's "blue"
 
 std::vector<double> row(const at::Tensor& t, std::int64_t i) {
@@ -33,8 +33,8 @@ std::string name_of(const metrics::DetMetrics& m, const std::vector<std::string>
 data::Image render(detail::Panel& panel) {
   panel.legend_outside = true;
   panel.fixed_unit_range = true;
-  cv::Mat canvas(kHeight, kWidth, CV_8UC3, cv::Scalar(255, 255, 255));
-  detail::draw_panel(canvas, cv::Rect(0, 0, kWidth, kHeight), panel);
+  cv::Mat canvas(kCurveHeight, kCurveWidth, CV_8UC3, cv::Scalar(255, 255, 255));
+  detail::draw_panel(canvas, cv::Rect(0, 0, kCurveWidth, kCurveHeight), panel);
   return detail::to_image(canvas);
 }
 

@@ -45,7 +45,7 @@ std::string digest_of(const std::string& output) {
 }
 
 // The digest of an uninterrupted run with kBase plus `extra` (computed once per `extra`).
-std::string baseline(const std::vector<std::string>& extra = {}) {
+std::string baseline_digest(const std::vector<std::string>& extra = {}) {
   static std::map<std::vector<std::string>, std::string> cache;
   auto it = cache.find(extra);
   if (it != cache.end()) return it->second;
@@ -69,7 +69,7 @@ void check_completes_identically(yt::Child& child, const fs::path& out_file) {
   const std::string out = yt::slurp(out_file);
   INFO(out);
   CHECK(code == 0);
-  CHECK(digest_of(out) == baseline());
+  CHECK(digest_of(out) == baseline_digest());
 }
 
 // Sends `signo` once the run has made some progress, checks the graceful stop, then resumes.
@@ -97,7 +97,7 @@ void stop_and_resume(int signo, int expected_code) {
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step " + std::to_string(step)));
-  CHECK(digest_of(resumed.output) == baseline());
+  CHECK(digest_of(resumed.output) == baseline_digest());
 }
 
 }  // namespace
@@ -106,12 +106,12 @@ TEST_CASE("an uninterrupted run is reproducible", "[integration]") {
   yt::TempDir tmp;
   const Finished f = run_to_end(args(tmp / "run"), tmp / "out.txt");
   CHECK(f.code == 0);
-  CHECK(digest_of(f.output) == baseline());
+  CHECK(digest_of(f.output) == baseline_digest());
   CHECK(status_of(tmp / "run")["state"] == "completed");
   // Running again with the same folder resumes the finished run and changes nothing.
   const Finished again = run_to_end(args(tmp / "run"), tmp / "out2.txt");
   CHECK_THAT(again.output, Catch::Contains("resumed from step 150"));
-  CHECK(digest_of(again.output) == baseline());
+  CHECK(digest_of(again.output) == baseline_digest());
 }
 
 TEST_CASE("SIGTERM stops with 143 and a checkpoint and the resumed run ends identical", "[integration]") {
@@ -170,7 +170,7 @@ TEST_CASE("pause-release exit checkpoints and exits 75 and the rerun resumes", "
   const std::int64_t step = stopped_step(out);
   const Finished resumed = run_to_end(args(dir, {"--pause-release", "exit"}), tmp / "out2.txt");
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step " + std::to_string(step)));
-  CHECK(digest_of(resumed.output) == baseline());
+  CHECK(digest_of(resumed.output) == baseline_digest());
 }
 
 TEST_CASE("Ctrl+Z pauses and suspends and SIGCONT (fg) resumes", "[integration]") {
@@ -291,7 +291,7 @@ TEST_CASE("stopped in-process runs leave no threads behind", "[integration]") {
 TEST_CASE("SIGKILL at random moments (also inside checkpoint writes) never costs the result",
           "[chaos]") {
   const std::vector<std::string> big = {"--fc-width", "4096", "--save-every-steps", "3"};
-  const std::string expected = baseline(big);
+  const std::string expected = baseline_digest(big);
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   std::mt19937 rng(12345);

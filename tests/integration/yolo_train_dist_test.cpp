@@ -23,10 +23,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const fs::path& dataset() { return yt::tiny_shapes_dataset(); }
-
-std::vector<std::string> args(const fs::path& project, std::vector<std::string> extra = {}) {
-  std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
+std::vector<std::string> rank_args(const fs::path& project, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + yt::tiny_shapes_dataset().string(), "epochs=2", "imgsz=64", "batch=4",
                                 "workers=1", "project=" + project.string(), "name=run", "save_interval=0",
                                 "verbose=false", "dist_timeout=20", "status_interval=0.01"};
   a.insert(a.end(), extra.begin(), extra.end());
@@ -40,7 +38,7 @@ std::vector<std::string> torchrun_cmd(const fs::path& project, const std::vector
   cmd.insert(cmd.end(), launcher.begin(), launcher.end());
   for (const char* a : {"--monitor_interval=0.2", "--no_python"}) cmd.push_back(a);
   cmd.push_back("--master_port=" + std::to_string(yt::free_port()));
-  for (const auto& a : args(project, extra)) cmd.push_back(a);
+  for (const auto& a : rank_args(project, extra)) cmd.push_back(a);
   return cmd;
 }
 
@@ -57,7 +55,7 @@ std::vector<yt::Child> start_ranks(const fs::path& project, const std::vector<st
                        {"MASTER_PORT", port},
                        {"TORCHELASTIC_USE_AGENT_STORE", std::nullopt},
                        {"TORCHELASTIC_RESTART_COUNT", std::nullopt}});
-    ranks.push_back(yt::spawn(args(project, extra), project / ("rank" + std::to_string(r) + ".txt")));
+    ranks.push_back(yt::spawn(rank_args(project, extra), project / ("rank" + std::to_string(r) + ".txt")));
   }
   return ranks;
 }
@@ -120,7 +118,7 @@ TEST_CASE("SIGTERM to torchrun stops every rank at one step with one checkpoint 
   CHECK(status["last_checkpoint"]["step"] == status["step"]);
   CHECK(out.find("stopped (SIGTERM)") != std::string::npos);  // rank 0 speaks for both
   CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
-  const yt::Finished resumed = yt::run_to_end(args(tmp.path(), {"epochs=3", "resume=true"}), tmp / "r.txt");
+  const yt::Finished resumed = yt::run_to_end(rank_args(tmp.path(), {"epochs=3", "resume=true"}), tmp / "r.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
 }
@@ -145,7 +143,7 @@ TEST_CASE("SIGTERM to one rank stops both at the same step and the run resumes o
   INFO(outputs(copy.path()));
   CHECK(codes2 == std::vector<int>{0, 0});
   CHECK_THAT(yt::slurp(copy / "rank0.txt"), Catch::Contains("resumed from step " + std::to_string(stopped_at)));
-  const yt::Finished one = yt::run_to_end(args(tmp.path(), {"resume=true"}), tmp / "one.txt");
+  const yt::Finished one = yt::run_to_end(rank_args(tmp.path(), {"resume=true"}), tmp / "one.txt");
   INFO(one.output);
   CHECK(one.code == 0);
   CHECK_THAT(one.output, Catch::Contains("resumed from step " + std::to_string(stopped_at)));
@@ -192,7 +190,7 @@ TEST_CASE("two ranks of batch b step like one process of batch 2b", "[integratio
   const auto codes = wait_all(ranks, 300s);
   INFO(outputs(tmp / "two"));
   REQUIRE(codes == std::vector<int>{0, 0});
-  const yt::Finished one = yt::run_to_end(args(tmp / "one", extra), tmp / "one.txt");
+  const yt::Finished one = yt::run_to_end(rank_args(tmp / "one", extra), tmp / "one.txt");
   REQUIRE(one.code == 0);
   // BatchNorm normalises over each rank's half batch (as Ultralytics' DDP), so the weights agree
   // closely, not bit for bit; the optimizer, loss scaling and averaging are what this checks.

@@ -16,6 +16,12 @@
 
 namespace yolotrain::test {
 
+/// A string literal's bytes, embedded NULs included.
+template <std::size_t N>
+std::string literal_bytes(const char (&s)[N]) {
+  return std::string(s, N - 1);
+}
+
 /// A fresh folder under $TMPDIR, removed (with its content) on destruction.
 class TempDir {
  public:
@@ -37,6 +43,7 @@ void remove_tree(const std::filesystem::path& path);
 struct Child {
   pid_t pid = -1;
   std::filesystem::path out;  ///< stdout and stderr, interleaved
+  long peak_rss_kb = 0;       ///< the child's peak resident memory, once wait_exit reaped it
 };
 
 /// Starts `args` (args[0] is the program path) with stdout+stderr to `out`.
@@ -50,6 +57,7 @@ std::optional<int> wait_exit(Child& child, std::chrono::milliseconds timeout);
 struct Finished {
   std::optional<int> code;
   std::string output;
+  long peak_rss_kb = 0;  ///< the process's peak resident memory (getrusage's ru_maxrss)
 };
 
 /// Runs `args` to the end (killing it after `timeout`), its output going to `out`.

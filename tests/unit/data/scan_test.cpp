@@ -95,7 +95,7 @@ TEST_CASE("scan: labels round-trip through the cache", "[data][scan]") {
   REQUIRE(second.records.size() == first.records.size());
   for (std::size_t i = 0; i < first.records.size(); ++i) {
     CHECK(second.records[i].image == first.records[i].image);
-    CHECK(second.records[i].boxes == first.records[i].boxes);
+    CHECK((second.records[i].boxes == first.records[i].boxes));  // whole: Box has no operator<<
     CHECK(second.records[i].width == first.records[i].width);
   }
   CHECK(second.report.summary() == first.report.summary());
@@ -189,7 +189,7 @@ TEST_CASE("scan: a damaged or cut labels cache is never trusted, a changed image
 
   auto same_as_fresh = [&](const Dataset& ds) {
     REQUIRE(ds.records.size() == fresh.records.size());
-    for (std::size_t i = 0; i < ds.records.size(); ++i) CHECK(ds.records[i].boxes == fresh.records[i].boxes);
+    for (std::size_t i = 0; i < ds.records.size(); ++i) CHECK((ds.records[i].boxes == fresh.records[i].boxes));
   };
   // One byte of a box changed (a class 1 -> 3 would still parse): the checksum rejects it.
   std::string damaged = whole;

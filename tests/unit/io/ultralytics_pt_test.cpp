@@ -20,12 +20,9 @@ using yolotrain::test::TempDir;
 
 namespace {
 
-const fs::path kWeights = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n";
+using yolotrain::test::literal_bytes;
 
-template <std::size_t N>
-std::string B(const char (&s)[N]) {
-  return std::string(s, N - 1);
-}
+const fs::path kWeights = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n";
 
 // SHA-256 over each name then its tensor's bytes, as the Python reference computes it:
 //   for k, v in sd.items(): h.update(k.encode()); h.update(v.contiguous().numpy().tobytes())
@@ -126,7 +123,7 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
   };
   CHECK_THAT(error_reading(tmp / "missing.pt"), Catch::Contains("cannot open"));
   CHECK_THAT(error_reading(write("text.pt", "hello, not a checkpoint")), Catch::Contains("no zip header"));
-  CHECK_THAT(error_reading(write("legacy.pt", B("\x80\x02\x8a\x0a"))), Catch::Contains("legacy torch.save"));
+  CHECK_THAT(error_reading(write("legacy.pt", literal_bytes("\x80\x02\x8a\x0a"))), Catch::Contains("legacy torch.save"));
 
   if (fs::exists(kWeights / "best.pt")) {  // a real file cut in half
     std::ifstream in(kWeights / "best.pt", std::ios::binary);
@@ -135,26 +132,26 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
     CHECK_THAT(what, Catch::Contains("truncated.pt") && Catch::Contains("broken torch.save archive"));
   }
 
-  write_archive(tmp / "list.pt", B("\x80\x02]."));  // a list, not a dict
+  write_archive(tmp / "list.pt", literal_bytes("\x80\x02]."));  // a list, not a dict
   CHECK_THAT(error_reading(tmp / "list.pt"), Catch::Contains("holds a list"));
 
-  write_archive(tmp / "bare.pt", B("\x80\x02}X\x01\x00\x00\x00" "aK\x01s."));  // {'a': 1}
+  write_archive(tmp / "bare.pt", literal_bytes("\x80\x02}X\x01\x00\x00\x00" "aK\x01s."));  // {'a': 1}
   CHECK_THAT(error_reading(tmp / "bare.pt"), Catch::Contains("without 'model' or 'ema'"));
 
   // {'model': SegmentationModel()}
-  write_archive(tmp / "seg.pt", B("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nSegmentationModel\n)\x81}bs."));
+  write_archive(tmp / "seg.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nSegmentationModel\n)\x81}bs."));
   CHECK_THAT(error_reading(tmp / "seg.pt"),
              Catch::Contains("ultralytics.nn.tasks.SegmentationModel") && Catch::Contains("detection models"));
 
   // {'model': DetectionModel with a child layer '0' of a class yolotrain does not have}
   write_archive(tmp / "attn.pt",
-                B("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nDetectionModel\n)\x81}(X\x0b\x00\x00\x00"
+                literal_bytes("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nDetectionModel\n)\x81}(X\x0b\x00\x00\x00"
                   "_parameters}X\x08\x00\x00\x00_buffers}X\x08\x00\x00\x00_modules}X\x01\x00\x00\x00"
                   "0" "cultralytics.nn.modules.block\nC2fAttn\n)\x81}bsubs."));
   CHECK_THAT(error_reading(tmp / "attn.pt"),
              Catch::Contains("layer '0'") && Catch::Contains("C2fAttn") && Catch::Contains("does not implement"));
 
   // A pickle with an opcode the reader refuses (INST).
-  write_archive(tmp / "inst.pt", B("\x80\x02(iposix\nsystem\n."));
+  write_archive(tmp / "inst.pt", literal_bytes("\x80\x02(iposix\nsystem\n."));
   CHECK_THAT(error_reading(tmp / "inst.pt"), Catch::Contains("inst.pt") && Catch::Contains("unsupported opcode"));
 }

@@ -9,7 +9,7 @@ using yolotrain::predict::draw_detections;
 
 namespace {
 
-std::array<std::uint8_t, 3> at(const Image& im, int y, int x) {
+std::array<std::uint8_t, 3> pixel_at(const Image& im, int y, int x) {
   const std::uint8_t* p = im.pixel(y, x);
   return {p[0], p[1], p[2]};
 }
@@ -29,21 +29,21 @@ TEST_CASE("draw_detections draws boxes in the class colour with a label above", 
   Detection d{100, 80, 200, 150, 0.87f, 0, "cell"};
   draw_detections(im, {d});
   // Default line width: max(round((200 + 300 + 3) / 2 * 0.003), 2) = 2; the box's left edge.
-  CHECK(at(im, 115, 100) == class_color(0));
-  CHECK(at(im, 115, 150) == std::array<std::uint8_t, 3>{50, 50, 50});  // inside the box: untouched
-  CHECK(at(im, 10, 10) == std::array<std::uint8_t, 3>{50, 50, 50});     // away from it: untouched
+  CHECK(pixel_at(im, 115, 100) == class_color(0));
+  CHECK(pixel_at(im, 115, 150) == std::array<std::uint8_t, 3>{50, 50, 50});  // inside the box: untouched
+  CHECK(pixel_at(im, 10, 10) == std::array<std::uint8_t, 3>{50, 50, 50});     // away from it: untouched
   // The label's filled background just above the top-left corner, with white text somewhere in it.
-  CHECK(at(im, 78, 101) == class_color(0));
+  CHECK(pixel_at(im, 78, 101) == class_color(0));
   bool white = false;
   for (int y = 62; y < 80; ++y) {
     for (int x = 100; x < 160; ++x) {
-      const auto c = at(im, y, x);  // anti-aliased glyphs: their cores are near white
+      const auto c = pixel_at(im, y, x);  // anti-aliased glyphs: their cores are near white
       white = white || (c[0] > 200 && c[1] > 200 && c[2] > 200);
     }
   }
   CHECK(white);
   Image plain(200, 300, 50);
   draw_detections(plain, {d}, {4, false, false});  // no label, 4 px lines
-  CHECK(at(plain, 70, 110) == std::array<std::uint8_t, 3>{50, 50, 50});  // where the label would be
-  CHECK(at(plain, 115, 101) == class_color(0));
+  CHECK(pixel_at(plain, 70, 110) == std::array<std::uint8_t, 3>{50, 50, 50});  // where the label would be
+  CHECK(pixel_at(plain, 115, 101) == class_color(0));
 }

@@ -20,7 +20,7 @@ using yolotrain::predict::detail::OnednnNet;
 
 namespace {
 
-const fs::path kBest = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+const fs::path kBccdBest = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
 
 // Largest difference of boxes (pixels) and of class scores between the two forwards.
 std::pair<double, double> differences(nn::DetectionModel& model, OnednnNet& net, const at::Tensor& x) {
@@ -91,11 +91,11 @@ TEST_CASE("The oneDNN forward gives the same predictions in every activation lay
 }
 
 TEST_CASE("The oneDNN forward runs Ultralytics' best.pt as libtorch does", "[predict][onednn]") {
-  if (!fs::exists(kBest)) {
-    WARN("skipped: " << kBest.string() << " is absent");
+  if (!fs::exists(kBccdBest)) {
+    WARN("skipped: " << kBccdBest.string() << " is absent");
     return;
   }
-  nn::DetectionModel model = fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBest), kBest.string()));
+  nn::DetectionModel model = fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBccdBest), kBccdBest.string()));
   std::string why;
   const auto net = OnednnNet::compile(model, why);
   REQUIRE(net);

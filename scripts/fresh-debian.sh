@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs the README's two commands on a brand-new Debian bookworm: a debootstrap chroot made for this
+# run, holding a clean clone of the committed HEAD and ../shared beside it as CI has it. Nothing
+# installed by hand on this machine can leak in, so a missing step in scripts/install-deps.sh (a
+# package, a node module, a python module) fails here instead of on a new user's machine.
+#
+#   bash scripts/fresh-debian.sh                      # test command, then the main command (1 epoch)
+#   bash scripts/fresh-debian.sh 'bash scripts/demo.sh'           # any command, run in the clone
+#   FRESH_KEEP=1 bash scripts/fresh-debian.sh ...     # leave the tree in $FRESH_ROOT to look at
+#
+# Needs root (debootstrap, chroot, mounts) and Debian's package registry. The base system
+# (debootstrap --variant=minbase, about a minute) is made once and kept as a tarball in
+# $FRESH_CACHE (default /var/tmp/yolotrain-fresh); every run unpacks it anew into $FRESH_ROOT.
+# Repeat runs are faster through caches that cannot change the result: apt's downloaded .deb files
+# (apt checks each against the signed index) and ccache's directory (a hit is a byte-identical
+# compile of identical input) are bind-mounted from $FRESH_CACHE. FRESH_NO_CACHE=1 uses neither.
+# Exit status: the command's; 125 when no fresh root can be made here (.ci/run then runs the
+# commands directly, saying so).
+set -euo pipefail
+project=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
+shared=$(cd "$project/../shared" 2>/dev/null && pwd) || shared=""
+cache=${FRESH_CACHE:-/var/tmp/yolotrain-fresh}
+root=${FRESH_ROOT:-/var/tmp/yolotrain-fresh-root}
+mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
+default_cmd='bash scripts/test.sh && bash scripts/demo.sh data=shapes epochs=1 imgsz=160 batch=16 name=shapes'
+cmd=${1:-$default_cmd}
+say() { echo "fresh-debian: $*"; }
+
+[ "$(id -u)" -eq 0 ] || { say "needs root (debootstrap, chroot, mounts)" >&2; exit 125; }
+mkdir -p "$cache"
+
+make_base() {
+  local base=$cache/bookworm-base.tar tmp
+  [ -s "$base" ] && return 0
+  if ! command -v debootstrap >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; }
+  fi
+  tmp=$(mktemp -d "$cache/base.XXXXXX")
+  say "making the base system once (debootstrap --variant=minbase bookworm, about a minute)"
+  if ! debootstrap --variant=minbase --include=git,ca-certificates bookworm "$tmp" "$mirror" >"$tmp.log" 2>&1; then
+    tail -5 "$tmp.log" >&2; say "debootstrap failed (log $tmp.log)" >&2; rm -rf "$tmp"; return 1
+  fi
+  tar -C "$tmp" -cf "$base.part" . && mv "$base.part" "$base" && rm -rf "$tmp" "$tmp.log"
+}
+
+unmount_all() {
+  # Deepest first; lazily, so a process still holding a file does not keep the tree mounted.
+  local m
+  for m in $(awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+}
+
+cleanup() {
+  unmount_all
+  [ -n "${FRESH_KEEP:-}" ] && return 0
+  # Never delete through a mount that is still there: the caches are bind mounts of this disk.
+  if grep -q " $root/" /proc/mounts; then say "left $root in place: something is still mounted under it" >&2; return 0; fi
+  rm -rf --one-file-system "$root"
+}
+
+bind() {  # bind <host dir> <dir in root>
+  mkdir -p "$root$2" && mount --bind "$1" "$root$2"
+}
+
+# The new root: the base unpacked anew, the kernel's file systems, the caches, the clone and
+# ../shared. Every step checked (set -e does not apply inside a function called with ||).
+setup_root() {
+  unmount_all
+  if grep -q " $root/" /proc/mounts; then
+    say "something is still mounted under $root; unmount it first (see /proc/mounts)" >&2; return 1
+  fi
+  rm -rf --one-file-system "$root" && mkdir -p "$root/srv" &&
+    tar -C "$root" -xf "$cache/bookworm-base.tar" || return 1
+  cp /etc/resolv.conf "$root/etc/resolv.conf" || return 1
+  mount -t proc proc "$root/proc" && mount -t sysfs sys "$root/sys" || return 1
+  # /dev with its submounts (pts, shm), as a slave: mounts made inside never reach the host's /dev.
+  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" || return 1
+  if [ -z "${FRESH_NO_CACHE:-}" ]; then
+    mkdir -p "$cache/apt-archives/partial" "$cache/ccache" || return 1
+    bind "$cache/apt-archives" /var/cache/apt/archives && bind "$cache/ccache" /var/cache/ccache || return 1
+    # Keep the downloaded packages for the next run (a chroot-like root deletes them otherwise).
+    rm -f "$root/etc/apt/apt.conf.d/docker-clean"
+    echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/01keep-debs"
+  fi
+  git clone -q "$project" "$root/srv/project" || return 1
+  # ../shared copied (71 MB), writable as CI has it (a labels cache is written beside a dataset).
+  if [ -n "$shared" ]; then
+    cp -a "$shared" "$root/srv/shared" || return 1
+  else
+    say "no ../shared beside the project: the tests that need it skip"
+  fi
+}
+
+trap cleanup EXIT
+make_base || exit 125
+setup_root || { say "could not make the fresh root in $root" >&2; exit 125; }
+
+say "running in a new bookworm at HEAD $(git -C "$project" rev-parse --short HEAD): $cmd"
+start=$(date +%s)
+set +e
+chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache /bin/bash -c "cd /srv/project && $cmd"
+rc=$?
+set -e
+say "exit $rc after $(($(date +%s) - start)) s"
+exit $rc
