@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
     lc::SignalBinding signals(token);
     lc::CudaGuard guard;
     const custom_loop::Result r = custom_loop::train(options, token, std::cout);
+    signals.ignore_from_now();  // a late signal must not turn the exit status into "killed"
     switch (r.outcome) {
       case custom_loop::Outcome::Completed:
         std::cout << "completed " << r.step << " steps" << std::endl;

@@ -55,7 +55,9 @@ int run_predict(const std::vector<std::string>& args) {
   const auto config = yolotrain::predict::PredictConfig::from_args(args);
   yolotrain::lifecycle::ControlToken token;
   yolotrain::lifecycle::SignalBinding signals(token);
-  return yolotrain::predict::run_predict(config, token).exit_code();
+  const int code = yolotrain::predict::run_predict(config, token).exit_code();
+  signals.ignore_from_now();  // a late signal must not turn this exit status into "killed"
+  return code;
 }
 
 int run_export(const std::vector<std::string>& args) {
@@ -75,6 +77,7 @@ int run_val(const std::vector<std::string>& args) {
   yolotrain::lifecycle::ControlToken token;
   yolotrain::lifecycle::SignalBinding signals(token);
   const yolotrain::engine::ValidationReport r = yolotrain::engine::validate(config, &token);
+  signals.ignore_from_now();  // a late signal must not turn this exit status into "killed"
   std::cout << r.table(config.verbose);
   std::printf("Speed: %.1f ms per image (%lld images in %.2f s)\n", r.images ? 1000.0 * r.seconds / double(r.images) : 0.0,
               static_cast<long long>(r.images), r.seconds);
@@ -89,7 +92,11 @@ int run_train(const std::vector<std::string>& args) {
   yolotrain::lifecycle::SignalBindingOptions signal_options;
   signal_options.mapping = config.signal_mapping();
   yolotrain::lifecycle::SignalBinding signals(token, signal_options);
-  yolotrain::engine::Trainer trainer(config);
+  // Once the run is over (its "completed" line printed), a late signal must not kill the process
+  // nor force an exit: the exit status is the run's.
+  yolotrain::engine::TrainerCallbacks callbacks;
+  callbacks.on_train_end = [&signals](const yolotrain::engine::RunResult&) { signals.ignore_from_now(); };
+  yolotrain::engine::Trainer trainer(config, callbacks);
   const yolotrain::engine::RunResult r = trainer.run(token);
   if (r.outcome == yolotrain::engine::RunOutcome::Failed) std::cerr << "yolo_train: error: " << r.reason << std::endl;
   return r.exit_code();

@@ -4,6 +4,10 @@
 
 #include <opencv2/core.hpp>
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -24,6 +28,46 @@ struct TjDeleter {
   void operator()(void* h) const { tjDestroy(h); }
 };
 using TjHandle = std::unique_ptr<void, TjDeleter>;
+
+constexpr std::uint64_t kDefaultMaxImagePixels = 178'956'970;  // PIL: 2 * Image.MAX_IMAGE_PIXELS
+
+std::uint64_t initial_max_image_pixels() {
+  const char* env = std::getenv("YOLOTRAIN_MAX_IMAGE_PIXELS");
+  if (env == nullptr || *env == '\0') return kDefaultMaxImagePixels;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (errno != 0 || *end != '\0' || env[0] == '-') {
+    std::fprintf(stderr, "WARNING YOLOTRAIN_MAX_IMAGE_PIXELS='%s' is not a number of pixels; using %llu\n", env,
+                 static_cast<unsigned long long>(kDefaultMaxImagePixels));
+    return kDefaultMaxImagePixels;
+  }
+  return v;
+}
+
+std::atomic<std::uint64_t>& max_pixels() {
+  static std::atomic<std::uint64_t> limit{initial_max_image_pixels()};
+  return limit;
+}
+
+/// Refuses a declared size above max_image_pixels(), before anything of that size is allocated.
+void check_declared_size(std::uint64_t width, std::uint64_t height) {
+  const std::uint64_t limit = max_pixels().load(std::memory_order_relaxed);
+  if (limit == 0 || width * height <= limit) return;
+  throw Error("image size " + std::to_string(width) + "x" + std::to_string(height) + " (" +
+              std::to_string(width * height) + " pixels) exceeds the limit of " + std::to_string(limit) +
+              " pixels, could be a decompression bomb; if the image is genuine, set "
+              "YOLOTRAIN_MAX_IMAGE_PIXELS to a larger number (0: no limit)");
+}
+
+/// check_declared_size() with the file's name in front, as the decoders' other errors.
+void check_declared_size(const std::string& name, std::uint64_t width, std::uint64_t height) {
+  try {
+    check_declared_size(width, height);
+  } catch (const Error& e) {
+    throw Error(name + ": " + e.what());
+  }
+}
 
 tjhandle decompressor() {
   thread_local TjHandle handle(tjInitDecompress());
@@ -83,6 +127,7 @@ Image decode_jpeg(const Bytes& b, const std::string& name, int min_long_side, bo
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, b.data(), b.size(), &w, &h, &subsamp, &colorspace) != 0)
     throw Error(name + ": corrupt JPEG header (" + tjGetErrorStr2(tj) + ")");
+  check_declared_size(name, w, h);
   const tjscalingfactor f = pick_scale(w, h, min_long_side);
   Image out(TJSCALED(h, f), TJSCALED(w, f));
   const int flags = strict ? TJFLAG_STOPONWARNING : 0;
@@ -99,6 +144,12 @@ Image decode_png(const Bytes& b, const std::string& name) {
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, b.data(), b.size()))
     throw Error(name + ": corrupt PNG (" + png.message + ")");
+  try {
+    check_declared_size(name, png.width, png.height);
+  } catch (...) {
+    png_image_free(&png);
+    throw;
+  }
   png.format = PNG_FORMAT_BGR;
   Image out(static_cast<int>(png.height), static_cast<int>(png.width));
   if (!png_image_finish_read(&png, nullptr, out.pixels.data(), 0, nullptr)) {
@@ -110,6 +161,10 @@ Image decode_png(const Bytes& b, const std::string& name) {
 }
 
 }  // namespace
+
+std::uint64_t max_image_pixels() { return max_pixels().load(std::memory_order_relaxed); }
+
+void set_max_image_pixels(std::uint64_t pixels) { max_pixels().store(pixels, std::memory_order_relaxed); }
 
 Image decode_image_bytes(const Bytes& bytes, const std::string& name, int min_long_side) {
   if (is_jpeg(bytes)) return decode_jpeg(bytes, name, min_long_side, false);
@@ -130,6 +185,7 @@ ImageInfo verify_image(const fs::path& path) {
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
     if (tjDecompressHeader3(tj, b.data(), b.size(), &w, &h, &subsamp, &colorspace) != 0)
       throw Error("corrupt JPEG header (" + std::string(tjGetErrorStr2(tj)) + ")");
+    check_declared_size(w, h);
     const tjscalingfactor f{1, 8};
     std::vector<std::uint8_t> tmp(static_cast<std::size_t>(TJSCALED(w, f)) * TJSCALED(h, f) * 3);
     if (tjDecompress2(tj, b.data(), b.size(), tmp.data(), TJSCALED(w, f), 0, TJSCALED(h, f), TJPF_BGR,

@@ -20,14 +20,21 @@
 #include "yolotrain/lifecycle/signal_binding.hpp"
 
 namespace yolotrain::data {
-namespace {
+namespace detail {
 
-/// A built sample: its pixels are already in its batch's tensor.
+/// A built sample: its pixels are already in its batch's tensor. (In `detail`, not an anonymous
+/// namespace: Loader::Impl holds it, and a unity build compiles this file as an included one.)
 struct Slot {
   std::vector<PixelBox> boxes;
   LetterboxInfo info;
   std::exception_ptr error;
 };
+
+}  // namespace detail
+
+namespace {
+
+using detail::Slot;
 
 /// Copies BGR HWC into RGB CHW (Ultralytics' collate layout), uint8 both (OpenCV's SIMD split).
 void to_chw(const Image& im, std::uint8_t* dst) {

@@ -89,9 +89,19 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
 }
 
 SignalBinding::~SignalBinding() {
-  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) sigaction(it->signo, &it->previous, nullptr);
+  if (!ignoring_) {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) sigaction(it->signo, &it->previous, nullptr);
+  }
   pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
   g_token.store(nullptr, std::memory_order_release);
+}
+
+void SignalBinding::ignore_from_now() noexcept {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (const auto& s : saved_) sigaction(s.signo, &ignore, nullptr);
+  ignoring_ = true;
 }
 
 std::vector<int> SignalBinding::signals() const {

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,9 +64,11 @@ std::optional<int> wait_exit(Child& child, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     int status = 0;
-    const pid_t rc = waitpid(child.pid, &status, WNOHANG);
+    struct rusage usage {};
+    const pid_t rc = wait4(child.pid, &status, WNOHANG, &usage);
     if (rc == child.pid) {
       child.pid = -1;
+      child.peak_rss_kb = usage.ru_maxrss;
       if (WIFEXITED(status)) return WEXITSTATUS(status);
       if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
       return std::nullopt;
@@ -83,7 +86,7 @@ std::optional<int> wait_exit(Child& child, std::chrono::milliseconds timeout) {
 Finished run_to_end(const std::vector<std::string>& args, const fs::path& out, std::chrono::milliseconds timeout) {
   Child child = spawn(args, out);
   const auto code = wait_exit(child, timeout);
-  return {code, slurp(out)};
+  return {code, slurp(out), child.peak_rss_kb};
 }
 
 nlohmann::json status_of(const fs::path& dir) {

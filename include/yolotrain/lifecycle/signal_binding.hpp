@@ -47,6 +47,13 @@ class SignalBinding {
   /// The signals this binding handles.
   std::vector<int> signals() const;
 
+  /// The run is over: from now on the bound signals are ignored (SIG_IGN), and the destructor
+  /// leaves them ignored instead of restoring the previous handlers. For a program that exits
+  /// once its run has returned: restored default actions would let a late signal (a scheduler's
+  /// SIGUSR2 or SIGHUP, a Kubernetes SIGTERM racing the end) kill a finished process, whose exit
+  /// status would then say "killed by a signal" (140, 129, 143) instead of what the run did.
+  void ignore_from_now() noexcept;
+
  private:
   struct Saved {
     int signo;
@@ -54,6 +61,7 @@ class SignalBinding {
   };
   std::vector<Saved> saved_;
   sigset_t previous_mask_{};
+  bool ignoring_ = false;
 };
 
 /// Blocks the default-mapped signals in the calling thread (and so in every thread it starts).

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "data_test_support.hpp"
+#include "image_bombs.hpp"
 #include "test_support.hpp"
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/data/data_config.hpp"
@@ -103,4 +104,40 @@ TEST_CASE("decode: DCT-scaled decode agrees with full decode and resize", "[data
   CHECK(worst < 3.0);
   // Below twice the target, no DCT scaling.
   CHECK(decode_image(images[0], 400).width == 640);
+}
+
+TEST_CASE("images whose header declares more pixels than the limit are refused before decoding", "[data][decode]") {
+  TempDir dir;
+  yolotrain::test::write_png_bomb(dir / "bomb.png", 40000, 40000);
+  yolotrain::test::write_jpeg_bomb(dir / "bomb.jpg", 40000, 40000);
+  CHECK(fs::file_size(dir / "bomb.png") < 2000);
+  const std::string why = "image size 40000x40000 (1600000000 pixels) exceeds the limit of 178956970 pixels";
+  CHECK(max_image_pixels() == 178956970);  // PIL's: 2 * Image.MAX_IMAGE_PIXELS
+  for (const char* name : {"bomb.png", "bomb.jpg"}) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH(decode_image(dir / name), Catch::Contains((dir / name).string() + ": " + why));
+    CHECK_THROWS_WITH(decode_image(dir / name, 320), Catch::Contains(why));  // DCT scaling does not bypass it
+    CHECK_THROWS_WITH(verify_image(dir / name), Catch::StartsWith(why) && Catch::Contains("YOLOTRAIN_MAX_IMAGE_PIXELS"));
+  }
+  // EXIF orientation (a transposed image has the same pixels) does not bypass it either.
+  const std::string jpeg = yolotrain::test::slurp(dir / "bomb.jpg");
+  write_bytes(dir / "rotated.jpg", with_exif({jpeg.begin(), jpeg.end()}, 6));
+  CHECK_THROWS_WITH(verify_image(dir / "rotated.jpg"), Catch::StartsWith(why));
+  CHECK_THROWS_WITH(decode_image(dir / "rotated.jpg"), Catch::Contains(why));
+}
+
+TEST_CASE("the pixel limit is configurable and an image at the limit decodes", "[data][decode]") {
+  TempDir dir;
+  write_bytes(dir / "a.png", encode_png(Image(16, 20, 7)));
+  write_bytes(dir / "a.jpg", encode_jpeg(Image(16, 20, 7)));
+  const std::uint64_t before = max_image_pixels();
+  set_max_image_pixels(16 * 20);
+  CHECK(decode_image(dir / "a.png").width == 20);
+  CHECK(decode_image(dir / "a.jpg").height == 16);
+  set_max_image_pixels(16 * 20 - 1);
+  CHECK_THROWS_WITH(decode_image(dir / "a.png"), Catch::Contains("image size 20x16 (320 pixels) exceeds the limit of 319 pixels"));
+  CHECK_THROWS_WITH(decode_image(dir / "a.jpg"), Catch::Contains("20x16 (320 pixels) exceeds the limit of 319"));
+  set_max_image_pixels(0);  // no limit
+  CHECK(decode_image(dir / "a.png").width == 20);
+  set_max_image_pixels(before);
 }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "data_test_support.hpp"
+#include "image_bombs.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -8,13 +9,15 @@ using namespace yolotrain::test;
 
 namespace {
 
-/// Runs yolo_dataset with `args`; returns (exit code, output).
-std::pair<int, std::string> run(const std::vector<std::string>& args, const TempDir& dir) {
+/// Runs yolo_dataset with `args`; returns (exit code, output). `peak_rss_kb`: its peak memory.
+std::pair<int, std::string> run(const std::vector<std::string>& args, const TempDir& dir,
+                                long* peak_rss_kb = nullptr) {
   std::vector<std::string> argv{YOLO_DATASET_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   Child child = spawn(argv, dir / "out.txt");
   const auto code = wait_exit(child, std::chrono::seconds(60));
   REQUIRE(code.has_value());
+  if (peak_rss_kb != nullptr) *peak_rss_kb = child.peak_rss_kb;
   return {*code, slurp(dir / "out.txt")};
 }
 
@@ -66,4 +69,26 @@ TEST_CASE("yolo_dataset: coco128 check matches PROVENANCE.md", "[data][yolo_data
   const auto [bad, usage] = run({"nonsense"}, dir);
   CHECK(bad == 2);
   CHECK_THAT(usage, Catch::Contains("usage: yolo_dataset check"));
+}
+
+TEST_CASE("yolo_dataset: check names image bombs as corrupt without decoding them", "[data][yolo_dataset]") {
+  TempDir dir;
+  for (const char* stem : {"a", "b"}) {
+    write_jpeg(dir / "images/train" / (std::string(stem) + ".jpg"));
+    write_text(dir / "labels/train" / (std::string(stem) + ".txt"), "0 0.5 0.5 0.2 0.2\n");
+  }
+  write_png_bomb(dir / "images/train/bomb.png", 40000, 40000);
+  write_jpeg_bomb(dir / "images/train/bomb.jpg", 40000, 40000);
+  write_jpeg(dir / "images/val/c.jpg");
+  write_text(dir / "data.yaml", "train: images/train\nval: images/val\nnames: [thing]\n");
+  long peak_kb = 0;
+  const auto [code, out] = run({"check", (dir / "data.yaml").string()}, dir, &peak_kb);
+  INFO(out);
+  WARN("yolo_dataset check over two image bombs: peak RSS " << peak_kb / 1024 << " MB");
+  CHECK(code == 0);  // as for other corrupt files: the split is still usable
+  CHECK_THAT(out, Catch::Contains("train         2            0        2           0        2"));
+  CHECK_THAT(out, Catch::Contains("bomb.png: image size 40000x40000 (1600000000 pixels) exceeds the limit"));
+  CHECK_THAT(out, Catch::Contains("bomb.jpg: image size 40000x40000 (1600000000 pixels) exceeds the limit"));
+  CHECK(peak_kb > 0);
+  CHECK(peak_kb < 512 * 1024);  // blindly decoded, one bomb alone is 4.6 GB
 }

@@ -162,6 +162,28 @@ TEST_CASE("a duplicate stop signal within the window is one graceful stop", "[li
   CHECK(code == 0);
 }
 
+TEST_CASE("once the run is over, late signals are ignored even after the binding is gone", "[lifecycle]") {
+  const int code = in_child([] {
+    lc::ControlToken token;
+    {
+      lc::SignalBindingOptions options;
+      options.force_exit_after = 10ms;
+      lc::SignalBinding binding(token, options);
+      raise(SIGTERM);  // a stop that raced the end of the run
+      std::this_thread::sleep_for(20ms);
+      binding.ignore_from_now();
+      for (int signo : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP}) raise(signo);  // no forced exit either
+      if (token.pause_requested() || token.take_checkpoint_request()) return 3;
+    }
+    // Gone: the default actions (death for all five) are not restored.
+    for (int signo : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP}) raise(signo);
+    struct sigaction now {};
+    sigaction(SIGUSR2, nullptr, &now);
+    return now.sa_handler == SIG_IGN ? 0 : 4;
+  });
+  CHECK(code == 0);
+}
+
 TEST_CASE("signals reach the token while libtorch's threads compute", "[lifecycle]") {
   at::set_num_threads(2);
   lc::ControlToken token;
