@@ -74,6 +74,12 @@ setup_root() {
   rm -rf --one-file-system "$root" && mkdir -p "$root/srv" &&
     tar -C "$root" -xf "$cache/bookworm-base.tar" || return 1
   cp /etc/resolv.conf "$root/etc/resolv.conf" || return 1
+  # The network's trust, as its name servers: certificate authorities this machine added (a TLS
+  # proxy in front of the registries, say) are added to the new root's store too.
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" &&
+      chroot "$root" update-ca-certificates >/dev/null 2>&1 || return 1
+  fi
   mount -t proc proc "$root/proc" && mount -t sysfs sys "$root/sys" || return 1
   # /dev with its submounts (pts, shm), as a slave: mounts made inside never reach the host's /dev.
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" || return 1
@@ -101,7 +107,8 @@ say "running in a new bookworm at HEAD $(git -C "$project" rev-parse --short HEA
 start=$(date +%s)
 set +e
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache /bin/bash -c "cd /srv/project && $cmd"
+  LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+  /bin/bash -c "cd /srv/project && $cmd"
 rc=$?
 set -e
 say "exit $rc after $(($(date +%s) - start)) s"
