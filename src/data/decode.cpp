@@ -50,23 +50,15 @@ std::atomic<std::uint64_t>& max_pixels() {
   return limit;
 }
 
-/// Refuses a declared size above max_image_pixels(), before anything of that size is allocated.
-void check_declared_size(std::uint64_t width, std::uint64_t height) {
+/// Why a declared size is refused (above max_image_pixels()), or "" when it is not: checked
+/// before anything of that size is allocated.
+std::string oversize(std::uint64_t width, std::uint64_t height) {
   const std::uint64_t limit = max_pixels().load(std::memory_order_relaxed);
-  if (limit == 0 || width * height <= limit) return;
-  throw Error("image size " + std::to_string(width) + "x" + std::to_string(height) + " (" +
-              std::to_string(width * height) + " pixels) exceeds the limit of " + std::to_string(limit) +
-              " pixels, could be a decompression bomb; if the image is genuine, set "
-              "YOLOTRAIN_MAX_IMAGE_PIXELS to a larger number (0: no limit)");
-}
-
-/// check_declared_size() with the file's name in front, as the decoders' other errors.
-void check_declared_size(const std::string& name, std::uint64_t width, std::uint64_t height) {
-  try {
-    check_declared_size(width, height);
-  } catch (const Error& e) {
-    throw Error(name + ": " + e.what());
-  }
+  if (limit == 0 || width * height <= limit) return "";
+  return "image size " + std::to_string(width) + "x" + std::to_string(height) + " (" +
+         std::to_string(width * height) + " pixels) exceeds the limit of " + std::to_string(limit) +
+         " pixels, could be a decompression bomb; if the image is genuine, set "
+         "YOLOTRAIN_MAX_IMAGE_PIXELS to a larger number (0: no limit)";
 }
 
 tjhandle decompressor() {
@@ -127,7 +119,7 @@ Image decode_jpeg(const Bytes& b, const std::string& name, int min_long_side, bo
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, b.data(), b.size(), &w, &h, &subsamp, &colorspace) != 0)
     throw Error(name + ": corrupt JPEG header (" + tjGetErrorStr2(tj) + ")");
-  check_declared_size(name, w, h);
+  if (const std::string why = oversize(w, h); !why.empty()) throw Error(name + ": " + why);
   const tjscalingfactor f = pick_scale(w, h, min_long_side);
   Image out(TJSCALED(h, f), TJSCALED(w, f));
   const int flags = strict ? TJFLAG_STOPONWARNING : 0;
@@ -144,11 +136,9 @@ Image decode_png(const Bytes& b, const std::string& name) {
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, b.data(), b.size()))
     throw Error(name + ": corrupt PNG (" + png.message + ")");
-  try {
-    check_declared_size(name, png.width, png.height);
-  } catch (...) {
+  if (const std::string why = oversize(png.width, png.height); !why.empty()) {
     png_image_free(&png);
-    throw;
+    throw Error(name + ": " + why);
   }
   png.format = PNG_FORMAT_BGR;
   Image out(static_cast<int>(png.height), static_cast<int>(png.width));
@@ -185,7 +175,7 @@ ImageInfo verify_image(const fs::path& path) {
     int w = 0, h = 0, subsamp = 0, colorspace = 0;
     if (tjDecompressHeader3(tj, b.data(), b.size(), &w, &h, &subsamp, &colorspace) != 0)
       throw Error("corrupt JPEG header (" + std::string(tjGetErrorStr2(tj)) + ")");
-    check_declared_size(w, h);
+    if (const std::string why = oversize(w, h); !why.empty()) throw Error(why);
     const tjscalingfactor f{1, 8};
     std::vector<std::uint8_t> tmp(static_cast<std::size_t>(TJSCALED(w, f)) * TJSCALED(h, f) * 3);
     if (tjDecompress2(tj, b.data(), b.size(), tmp.data(), TJSCALED(w, f), 0, TJSCALED(h, f), TJPF_BGR,
