@@ -1,9 +1,16 @@
-// Per-image predict time of the Predictor on this CPU: preprocess / inference / postprocess at
-// batch 1 and 8: the fused network run by oneDNN directly (the Predictor's CPU default), the fused
-// network run by libtorch (onednn=false) and the unfused one, on real images.
-// Run: build/bench/predict_bench [model=PATH|yolov8n.yaml] [source=DIR] [imgsz=640] [threads=2] [images=16] [rounds=3]
-// model=yolov8n.yaml benchmarks a freshly initialised nc-80 yolov8n (the head Ultralytics'
-// yolov8n.pt has); the default is the shared Ultralytics best.pt (nc 3). Prints figures only.
+// Per-image predict time of every CPU forward the Predictor has, on real images: the fused network
+// run by oneDNN directly in each activation layout (and in bfloat16 where the CPU has it natively),
+// libtorch's forward fused and unfused. Prints which one a plain Predictor takes here
+// (`default: <label>`), then the paths in alternation: within a round every image goes through
+// every path before the next image (the order rotating), so this machine's drift falls on all
+// paths alike; per round the mean, at the end each path's median round and its ratio to the
+// default's.
+// Run: build/bench/predict_bench [model=PATH|yolov8n.yaml] [source=DIR] [imgsz=640] [threads=2]
+//      [images=16] [rounds=5] [batch=1] [paths=all|LIST]
+// paths: forward values (PredictOptions::forward) separated by commas, "unfused" for libtorch's
+// unfused forward; all = onednn-nhwc,onednn-nchw16c,onednn-nchw8c,libtorch,unfused and
+// onednn-nhwc-bf16,onednn-nchw16c-bf16 where the CPU computes bfloat16 natively. model=yolov8n.yaml benchmarks a freshly
+// initialised nc-80 yolov8n; the default is the shared Ultralytics best.pt (nc 3).
 #include <ATen/Parallel.h>
 
 #include "bench_args.hpp"
@@ -13,21 +20,47 @@
 #include "yolotrain/predict/predictor.hpp"
 #include "yolotrain/predict/sources.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 namespace yp = yolotrain::predict;
+
+namespace {
+
+struct Path {
+  std::string label;
+  yp::Predictor predictor;
+  std::vector<double> rounds;  // mean inference ms per image, per round
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   yolotrain::engine::prefer_avx512_kernels();
   std::map<std::string, std::string> a = {
       {"model", std::string(YOLOTRAIN_SHARED_DIR) + "/weights/ultralytics/bccd_yolov8n/best.pt"},
       {"source", std::string(YOLOTRAIN_SHARED_DIR) + "/datasets/coco128/images/train"},
-      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "3"}};
+      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "5"}, {"batch", "1"}, {"paths", "all"}};
   if (!yolotrain::bench::parse_args("predict_bench", argc, argv, a)) return 2;
   at::set_num_threads(std::stoi(a["threads"]));
   fs::path weights = a["model"];
@@ -41,54 +74,70 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < files.size() && images.size() < std::stoul(a["images"]); ++i) {
     images.push_back(yolotrain::data::decode_image(files[i]));
   }
-  std::printf("model %s, %zu images from %s, imgsz %s, %d threads\n", weights.string().c_str(), images.size(),
-              a["source"].c_str(), a["imgsz"].c_str(), at::get_num_threads());
-  struct Variant {
-    const char* name;
-    bool fuse, onednn;
-  };
-  const std::vector<Variant> variants{{"oneDNN", true, true}, {"fused", true, false}, {"unfused", false, false}};
-  std::vector<yp::Predictor> predictors;
-  for (const Variant& v : variants) {
-    yp::PredictOptions o;
-    o.imgsz_h = o.imgsz_w = std::stoll(a["imgsz"]);
-    o.device = "cpu";
-    o.fuse = v.fuse;
-    o.onednn = v.onednn;
-    predictors.emplace_back(weights, o);
+  const std::size_t batch = std::stoul(a["batch"]);
+  if (images.empty() || batch < 1 || batch > images.size()) {
+    std::fprintf(stderr, "predict_bench: %zu images, batch %zu: nothing to time\n", images.size(), batch);
+    return 2;
   }
-  const auto run = [&](yp::Predictor& predictor, std::size_t batch) {
-    yp::Speed sum;
-    std::size_t n = 0;
-    for (std::size_t i = 0; i + batch <= images.size(); i += batch) {
-      for (const auto& p : predictor.predict(std::vector<yolotrain::data::Image>(images.begin() + i, images.begin() + i + batch))) {
-        sum.preprocess += p.speed.preprocess;
-        sum.inference += p.speed.inference;
-        sum.postprocess += p.speed.postprocess;
-        ++n;
-      }
+  yp::PredictOptions base;
+  base.imgsz_h = base.imgsz_w = std::stoll(a["imgsz"]);
+  base.device = "cpu";
+  std::printf("model %s, %zu images from %s, imgsz %s, batch %zu, %d threads\n", weights.string().c_str(), images.size(),
+              a["source"].c_str(), a["imgsz"].c_str(), batch, at::get_num_threads());
+  const std::string default_label = yp::Predictor(weights, base).forward();
+  std::printf("default: %s\n", default_label.c_str());
+
+  std::string list = a["paths"];
+  if (list == "all") list = "onednn-nhwc,onednn-nchw16c,onednn-nchw8c,libtorch,unfused,onednn-nhwc-bf16,onednn-nchw16c-bf16";
+  std::vector<Path> paths;
+  for (const std::string& name : split(list)) {
+    yp::PredictOptions o = base;
+    o.forward = name == "unfused" ? "libtorch" : name;
+    o.fuse = name != "unfused";
+    yp::Predictor p(weights, o);
+    const bool known = std::any_of(paths.begin(), paths.end(), [&](const Path& q) { return q.label == p.forward(); });
+    const bool bf16 = name.size() > 5 && name.compare(name.size() - 5, 5, "-bf16") == 0;
+    if (bf16 && p.forward().find("bf16") == std::string::npos) continue;  // said why on stderr
+    if (!known) paths.push_back({p.forward(), std::move(p), {}});
+  }
+
+  const auto one = [&](Path& path, std::size_t i) {  // inference ms summed over the batch's images
+    double ms = 0;
+    for (const auto& p : path.predictor.predict(std::vector<yolotrain::data::Image>(images.begin() + i, images.begin() + i + batch))) {
+      ms += p.speed.inference;
     }
-    return std::pair{sum, n};
+    return ms;
   };
-  // One untimed pass over the images first (every letterbox size once), then the variants in
-  // alternation, `rounds` times: this machine's speed drifts.
-  for (std::size_t r = 0; r <= std::stoul(a["rounds"]); ++r) {
-    for (std::size_t k = 0; k < variants.size(); ++k) {
-      for (const std::size_t batch : {std::size_t(1), std::size_t(8)}) {
-        if (batch > images.size()) continue;
-        const auto start = std::chrono::steady_clock::now();
-        const auto [sum, n] = run(predictors[k], batch);
-        if (r == 0) {
-          const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-          std::printf("first pass %-8s batch %zu: %6.1f ms per image (every size's first call)\n", variants[k].name,
-                      batch, took.count() / static_cast<double>(n));
-          continue;
-        }
-        std::printf("round %zu %-8s batch %zu: %6.1f ms preprocess, %6.1f ms inference, %5.1f ms postprocess per image (%zu images)\n",
-                    r, variants[k].name, batch, sum.preprocess / n, sum.inference / n, sum.postprocess / n, n);
-        std::fflush(stdout);
+  const std::size_t used = images.size() / batch * batch;
+  for (Path& path : paths) {  // every letterbox size's first call: its primitives are built then
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < used; i += batch) one(path, i);
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    std::printf("first pass %-22s %6.1f ms per image (every size's first call)\n", path.label.c_str(), took.count() / used);
+  }
+  const std::size_t rounds = std::stoul(a["rounds"]);
+  for (std::size_t r = 1; r <= rounds; ++r) {
+    std::vector<double> sum(paths.size(), 0.0);
+    std::size_t turn = r;
+    for (std::size_t i = 0; i < used; i += batch, ++turn) {
+      for (std::size_t k = 0; k < paths.size(); ++k) {
+        const std::size_t which = (turn + k) % paths.size();
+        sum[which] += one(paths[which], i);
       }
     }
+    for (std::size_t k = 0; k < paths.size(); ++k) {
+      paths[k].rounds.push_back(sum[k] / static_cast<double>(used));
+      std::printf("round %zu %-22s %6.1f ms inference per image (%zu images)\n", r, paths[k].label.c_str(),
+                  paths[k].rounds.back(), used);
+    }
+    std::fflush(stdout);
+  }
+  double default_ms = 0;
+  for (const Path& path : paths) default_ms = path.label == default_label ? median(path.rounds) : default_ms;
+  for (const Path& path : paths) {
+    const double m = median(path.rounds);
+    std::printf("median %-22s %6.1f ms (%.2fx the default's)%s\n", path.label.c_str(), m,
+                default_ms > 0 ? m / default_ms : 0.0, path.label == default_label ? "  <- default" : "");
   }
   return 0;
 }

@@ -124,17 +124,27 @@ class ModelBuilder {
   PlanBuilder& b_;
 };
 
-// The blocked layout this CPU's convolutions prefer (nChw16c with AVX-512, nChw8c with AVX2).
-ftag preferred_layout(const dn::engine& engine) {
+// The layout this CPU's convolutions prefer for `type` (oneDNN 2.6: nChw8c with AVX2; nhwc with
+// AVX-512, whose brgconv kernels take it).
+ftag preferred_layout(const dn::engine& engine, dn::memory::data_type type) {
   const dims in{1, 64, 32, 32};
   const dn::convolution_forward::desc desc(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                           {in, f32, ftag::any}, {{64, 64, 3, 3}, f32, ftag::any},
-                                           {{64}, f32, ftag::x}, {in, f32, ftag::any}, {1, 1}, {1, 1}, {1, 1});
+                                           {in, type, ftag::any}, {{64, 64, 3, 3}, type, ftag::any},
+                                           {{64}, f32, ftag::x}, {in, type, ftag::any}, {1, 1}, {1, 1}, {1, 1});
   const dn::memory::desc chosen = dn::convolution_forward::primitive_desc(desc, engine).dst_desc();
   for (ftag t : {ftag::nChw16c, ftag::nChw8c, ftag::nChw4c}) {
-    if (chosen == dn::memory::desc(in, f32, t)) return t;
+    if (chosen == dn::memory::desc(in, type, t)) return t;
   }
   return ftag::nhwc;
+}
+
+const char* layout_name(ftag t) {
+  switch (t) {
+    case ftag::nChw16c: return "nChw16c";
+    case ftag::nChw8c: return "nChw8c";
+    case ftag::nChw4c: return "nChw4c";
+    default: return "nhwc";
+  }
 }
 
 }  // namespace
@@ -144,6 +154,7 @@ struct OnednnNet::Impl {
   dn::engine engine{dn::engine::kind::cpu, 0};
   dn::stream stream{engine};
   ftag layout = ftag::nChw8c;
+  dn::memory::data_type type = f32;
   PackedWeights weights;  // shared by the plans
   at::Tensor arena;       // the activations of whichever plan runs
   struct Cached {
@@ -161,7 +172,7 @@ struct OnednnNet::Impl {
     slot.used = ++calls;
     if (!slot.plan) {
       auto plan = std::make_unique<Plan>();
-      PlanBuilder builder(engine, stream, layout, weights, *plan);
+      PlanBuilder builder(engine, stream, layout, type, weights, *plan);
       ModelBuilder(builder).run(*model, {1, model->options.ch(), h, w});
       builder.finish();
       slot.plan = std::move(plan);
@@ -185,12 +196,24 @@ struct OnednnNet::Impl {
 OnednnNet::OnednnNet(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnednnNet::~OnednnNet() = default;
 
-std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, std::string& why, Layout layout) {
+bool OnednnNet::native_bf16() {
+  const auto isa = static_cast<unsigned>(dn::get_effective_cpu_isa());
+  const auto bf16_isa = static_cast<unsigned>(dn::cpu_isa::avx512_core_bf16);  // AMX's mask includes it
+  return (isa & bf16_isa) == bf16_isa;
+}
+
+std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, std::string& why, Layout layout,
+                                              bool bf16) {
+  if (bf16 && !native_bf16()) {
+    why = "this CPU has no native bfloat16 (AVX-512 BF16 or AMX): oneDNN would emulate it, slower than float32";
+    return nullptr;
+  }
   auto impl = std::make_unique<Impl>();
   impl->model = model;
+  impl->type = bf16 ? detail::bf16 : f32;
   try {
     switch (layout) {
-      case Layout::Preferred: impl->layout = preferred_layout(impl->engine); break;
+      case Layout::Preferred: impl->layout = preferred_layout(impl->engine, impl->type); break;
       case Layout::Blocked8: impl->layout = ftag::nChw8c; break;
       case Layout::Blocked16: impl->layout = ftag::nChw16c; break;
       case Layout::Nhwc: impl->layout = ftag::nhwc; break;
@@ -217,7 +240,11 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
     throw Error("OnednnNet::predict: input height and width must be multiples of " + std::to_string(s));
   }
   c10::InferenceMode inference;
-  at::init_num_threads();  // oneDNN's OpenMP threads: libtorch's setting, in whichever thread calls
+  // oneDNN's OpenMP threads follow libtorch's setting in whichever thread calls, set once per thread
+  // as at::parallel_for does: at::init_num_threads() on every call would also re-create libtorch's
+  // pthreadpool, whose new threads spin and, with as many OpenMP threads as cores, stalled the
+  // first primitives of a forward by a scheduler tick or two (docs/predict.md).
+  at::internal::lazy_init_num_threads();
   const at::Tensor input = x.contiguous(impl_->layout == ftag::nhwc ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::Contiguous);
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
@@ -228,6 +255,10 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
 }
 
 std::size_t OnednnNet::plans() const { return impl_->plans.size(); }
+
+std::string OnednnNet::label() const {
+  return std::string("oneDNN ") + layout_name(impl_->layout) + (impl_->type == f32 ? "" : " bf16");
+}
 
 std::size_t OnednnNet::activation_bytes() const {
   return impl_->arena.defined() ? static_cast<std::size_t>(impl_->arena.nbytes()) : 0;

@@ -22,11 +22,19 @@ class OnednnNet {
   enum class Layout { Preferred, Blocked8, Blocked16, Nhwc };
 
   /// A network for `model` (fused, float32, on the CPU), or nullptr with `why` saying what it has
-  /// that this path does not run (the caller then uses the model's own forward). The weights are
-  /// read once (on each tensor's first use): change them and compile again.
+  /// that this path does not run (the caller then uses the model's own forward). `bf16`: weights and
+  /// activations in bfloat16 (inputs and Detect's outputs stay float32), refused on a CPU without
+  /// native bfloat16 (oneDNN would emulate it, slower than float32). The weights are read once (on
+  /// each tensor's first use): change them and compile again.
   static std::unique_ptr<OnednnNet> compile(const nn::DetectionModel& model, std::string& why,
-                                            Layout layout = Layout::Preferred);
+                                            Layout layout = Layout::Preferred, bool bf16 = false);
   ~OnednnNet();
+
+  /// Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX), as oneDNN sees it.
+  static bool native_bf16();
+
+  /// "oneDNN nChw16c", "oneDNN nhwc bf16", ...: the layout and data type it runs in.
+  std::string label() const;
 
   /// = model->predict(x) to float rounding: x [B, 3, H, W] float32 on the CPU, H and W multiples of
   /// the largest stride. Runs the images of a batch one after the other; the primitives for an

@@ -18,6 +18,7 @@ namespace dn = dnnl;
 using dims = dnnl::memory::dims;
 using ftag = dnnl::memory::format_tag;
 constexpr auto f32 = dnnl::memory::data_type::f32;
+constexpr auto bf16 = dnnl::memory::data_type::bf16;
 
 /// Something in the model the oneDNN forward does not run (the caller falls back to libtorch's).
 struct Unsupported : std::runtime_error {
@@ -35,7 +36,7 @@ struct Plan {
     std::vector<int64_t> sizes;
     std::size_t offset = 0;
   };
-  dnnl::memory input;  ///< NCHW (NHWC in the nhwc layout); the caller's image becomes its data on each call
+  dnnl::memory input;  ///< float32 NCHW (NHWC in the nhwc layout); the caller's image becomes its data on each call
   std::vector<Step> steps;
   std::vector<Output> outputs;
   /// Every activation's place in the arena all plans share (one plan runs at a time).
@@ -69,7 +70,8 @@ class PackedWeights {
   std::map<const void*, std::vector<dnnl::memory>> packed_;
 };
 
-/// Appends primitives to a plan. Values are memories in one layout whose storage is laid out at
+/// Appends primitives to a plan. Values are memories in one layout and one data type (float32, or
+/// bfloat16 for weights and activations alike) whose storage is laid out at
 /// the end (finish()): an arena where values not alive at the same time share bytes. A Concat
 /// whose parts fill whole channel blocks costs nothing: in a blocked layout at batch 1, channels
 /// [c0, c0 + c) with c0 and c multiples of the block are one dense run of memory, so each part is
@@ -77,16 +79,17 @@ class PackedWeights {
 class PlanBuilder {
  public:
   PlanBuilder(const dnnl::engine& engine, dnnl::stream& stream, dnnl::memory::format_tag layout,
-              PackedWeights& weights, Plan& plan)
-      : engine_(engine), stream_(stream), layout_(layout), weights_(weights), plan_(plan) {}
+              dnnl::memory::data_type type, PackedWeights& weights, Plan& plan)
+      : engine_(engine), stream_(stream), layout_(layout), type_(type), weights_(weights), plan_(plan) {}
 
+  /// The float32 image (Plan::input), converted to the plan's data type when that differs.
   int input(const dnnl::memory::dims& nchw);
   /// [silu](conv(src) + bias) [+ residual]
   int conv(int src, const ConvParams& p, int residual = -1);
   int concat(const std::vector<int>& srcs);
   int max_pool(int src, int64_t k, int64_t stride, int64_t pad);
   int upsample_nearest(int src, int64_t factor);
-  /// The values side by side along channels in one NCHW buffer (a Detect level, Plan::outputs).
+  /// The values side by side along channels in one float32 NCHW buffer (a Detect level, Plan::outputs).
   void output(const std::vector<int>& srcs);
   /// Lays the arena out (Plan::bindings, arena_bytes).
   void finish();
@@ -110,6 +113,7 @@ class PlanBuilder {
   const dnnl::engine& engine_;
   dnnl::stream& stream_;
   dnnl::memory::format_tag layout_;
+  dnnl::memory::data_type type_;
   PackedWeights& weights_;
   Plan& plan_;
   std::vector<Value> values_;

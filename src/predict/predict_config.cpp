@@ -37,6 +37,8 @@ const ArgTable<C>& args_table() {
       {"half", {"false", "float16 inference (CUDA)", [](C& c, const std::string& v) { c.predictor.half = to_bool("half", v); }}},
       {"fuse", {"true", "fold BatchNorm into the convolutions",
                 [](C& c, const std::string& v) { c.predictor.fuse = to_bool("fuse", v); }}},
+      {"forward", {"auto", "CPU forward: auto, libtorch, onednn[-nchw16c|-nchw8c|-nhwc][-bf16]",
+                   [](C& c, const std::string& v) { c.predictor.forward = v; }}},
       {"batch", {"1", "images per forward pass", [](C& c, const std::string& v) { c.batch = to_int("batch", v, 1, 1024); }}},
       {"project", {"runs/detect", "folder of the run folders", [](C& c, const std::string& v) { c.project = v; }}},
       {"name", {"predict", "run folder name (predict2, predict3, ... when it exists)",

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "../engine/run_folder.hpp"
+#include "cpu_forward.hpp"
 #include "onednn_net.hpp"
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/error.hpp"
@@ -42,6 +43,9 @@ struct Predictor::Impl {
   at::ScalarType dtype = at::kFloat;
   c10::MemoryFormat format = c10::MemoryFormat::Contiguous;
   std::unique_ptr<detail::OnednnNet> onednn;  // the CPU forward when it runs this model
+  std::string forward;                        // its label, or libtorch's
+
+  void compile_onednn(const detail::CpuForward& how);
 
   std::vector<Prediction> run(const std::vector<const data::Image*>& images);
 };
@@ -51,6 +55,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   options.imgsz_h = engine::stride_multiple(options.imgsz_h);
   options.imgsz_w = engine::stride_multiple(options.imgsz_w);
   if (options.imgsz_h <= 0 || options.imgsz_w <= 0) throw Error("predict: imgsz must be positive");
+  const detail::CpuForward how = detail::parse_cpu_forward(options.forward);
   m.device = engine::run_device(options.device);
   if (options.half && m.device.is_cpu()) {
     std::cerr << "predict: half=true applies on CUDA only; predicting in float32 on the CPU" << std::endl;
@@ -65,10 +70,9 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
   m.net->to(m.device, m.dtype);
-  if (m.device.is_cpu() && options.fuse && options.onednn) {
-    std::string why;
-    m.onednn = detail::OnednnNet::compile(m.net, why);
-    if (!m.onednn) std::cerr << "predict: running libtorch's forward: " << why << std::endl;
+  if (m.device.is_cpu() && how.onednn) {
+    if (options.fuse) m.compile_onednn(how);
+    else if (options.forward != "auto") std::cerr << "predict: running libtorch's forward: forward=" << options.forward << " runs the fused network (fuse=true)" << std::endl;
   }
   // libtorch's forward on the CPU: the measured faster layout (docs/nn.md), as training and
   // validation use. The oneDNN forward reads NCHW and has packed the weights as they are.
@@ -76,6 +80,21 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
     m.format = nn::preferred_cpu_memory_format();
     nn::set_memory_format(*m.net, m.format);
   }
+  if (!m.onednn) {
+    m.forward = std::string("libtorch ") + (m.device.is_cpu() ? "" : "CUDA ") + (options.fuse ? "fused" : "unfused") +
+                (options.half ? " fp16" : "");
+  }
+}
+
+void Predictor::Impl::compile_onednn(const detail::CpuForward& how) {
+  std::string why;
+  onednn = detail::OnednnNet::compile(net, why, how.layout, how.bf16);
+  if (!onednn && how.bf16) {
+    std::cerr << "predict: running float32: " << why << std::endl;
+    onednn = detail::OnednnNet::compile(net, why, how.layout);
+  }
+  if (onednn) forward = onednn->label();
+  else std::cerr << "predict: running libtorch's forward: " << why << std::endl;
 }
 
 Predictor::~Predictor() = default;
@@ -143,6 +162,7 @@ std::vector<Prediction> Predictor::predict(const std::vector<data::Image>& image
 const std::vector<std::string>& Predictor::names() const { return impl_->names; }
 const PredictOptions& Predictor::options() const { return impl_->options; }
 const std::string& Predictor::description() const { return impl_->description; }
+const std::string& Predictor::forward() const { return impl_->forward; }
 
 data::Image to_image(const PixelView& v) {
   if (!v.pixels || v.height <= 0 || v.width <= 0) throw Error("predict: a PixelView without pixels");

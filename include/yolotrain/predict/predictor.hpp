@@ -23,10 +23,16 @@ struct PredictOptions {
   std::string device;           ///< "" (CUDA when usable), cpu, cuda, cuda:N, N
   bool half = false;            ///< float16 inference (CUDA only; ignored with a notice on the CPU)
   bool fuse = true;             ///< fold BatchNorm into the convolutions, as Ultralytics does
-  /// On the CPU, run the fused float32 network with oneDNN primitives directly instead of
-  /// libtorch's forward (same results to float rounding, faster: docs/predict.md). Applies with
-  /// fuse = true; false, or a model it cannot run (the Predictor says why), uses libtorch's.
-  bool onednn = true;
+  /// The forward on the CPU (docs/predict.md, "Which forward runs on the CPU"): "auto", the one
+  /// measured fastest for this CPU's instruction set; "onednn", the fused network run by oneDNN
+  /// primitives directly, in the layout this CPU's convolutions prefer ("onednn-nchw16c",
+  /// "onednn-nchw8c", "onednn-nhwc": in that one); a "-bf16" suffix ("onednn-bf16",
+  /// "onednn-nchw16c-bf16"), in bfloat16 (opt-in, CPUs with AVX-512 BF16 or AMX; not
+  /// Ultralytics-exact: docs/predict.md says by how much); "libtorch", the model's own
+  /// forward. The oneDNN ones need fuse = true; a model or CPU they cannot run gets libtorch's
+  /// forward (or float32 for bf16) and the Predictor says why. Predictor::forward() names the one
+  /// that runs.
+  std::string forward = "auto";
 };
 
 /// One detected object, in the original image's pixels.
@@ -95,6 +101,9 @@ class Predictor {
   const PredictOptions& options() const;
   /// What the weights were ("Ultralytics 8.2.82 checkpoint (ema)", ...).
   const std::string& description() const;
+  /// The forward that runs: "oneDNN nhwc", "oneDNN nChw16c bf16", "libtorch fused", "libtorch
+  /// unfused", "libtorch CUDA fp16", ... (the labels predict_bench prints).
+  const std::string& forward() const;
 
  private:
   struct Impl;
