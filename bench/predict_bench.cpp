@@ -4,9 +4,9 @@
 // (`default: <label>`), then the paths in alternation: within a round every image goes through
 // every path before the next image (the order rotating), so this machine's drift falls on all
 // paths alike; per round the mean, at the end each path's median round and its ratio to the
-// default's.
+// default's, and how far each path's detections are from the default's (`agreement`).
 // Run: build/bench/predict_bench [model=PATH|yolov8n.yaml] [source=DIR] [imgsz=640] [threads=2]
-//      [images=16] [rounds=5] [batch=1] [paths=all|LIST]
+//      [images=16] [rounds=5] [batch=1] [paths=all|LIST] [conf=0.25]
 // paths: forward values (PredictOptions::forward) separated by commas, "unfused" for libtorch's
 // unfused forward; all = onednn-nhwc,onednn-nchw16c,onednn-nchw8c,libtorch,unfused and
 // onednn-nhwc-bf16,onednn-nchw16c-bf16 where the CPU computes bfloat16 natively. model=yolov8n.yaml benchmarks a freshly
@@ -47,6 +47,45 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// How far a path's detections are from the default's: boxes matched greedily by class and IoU > 0.5.
+struct Agreement {
+  std::size_t boxes = 0, unmatched = 0, matched = 0;
+  double px = 0, conf = 0;  // the largest corner and confidence differences of matched boxes
+  double px_sum = 0;        // their corners' mean difference, summed
+};
+
+double iou(const yp::Detection& a, const yp::Detection& b) {
+  const double w = std::min(a.x2, b.x2) - std::max(a.x1, b.x1), h = std::min(a.y2, b.y2) - std::max(a.y1, b.y1);
+  const double inter = std::max(0.0, w) * std::max(0.0, h);
+  const double area = (a.x2 - a.x1) * (a.y2 - a.y1) + (b.x2 - b.x1) * (b.y2 - b.y1) - inter;
+  return area > 0 ? inter / area : 0;
+}
+
+void agree(const yp::Prediction& want, const yp::Prediction& got, Agreement& out) {
+  std::vector<bool> used(got.boxes.size(), false);
+  out.boxes += want.boxes.size();
+  for (const auto& w : want.boxes) {
+    std::size_t best = got.boxes.size();
+    double best_iou = 0.5;
+    for (std::size_t j = 0; j < got.boxes.size(); ++j) {
+      if (!used[j] && got.boxes[j].cls == w.cls && iou(w, got.boxes[j]) > best_iou) best_iou = iou(w, got.boxes[best = j]);
+    }
+    if (best == got.boxes.size()) {
+      ++out.unmatched;
+      continue;
+    }
+    used[best] = true;
+    const auto& g = got.boxes[best];
+    const double dx1 = std::abs(g.x1 - w.x1), dy1 = std::abs(g.y1 - w.y1), dx2 = std::abs(g.x2 - w.x2),
+                 dy2 = std::abs(g.y2 - w.y2);
+    out.px = std::max({out.px, dx1, dy1, dx2, dy2});
+    out.px_sum += (dx1 + dy1 + dx2 + dy2) / 4;
+    ++out.matched;
+    out.conf = std::max(out.conf, double(std::abs(g.conf - w.conf)));
+  }
+  out.unmatched += static_cast<std::size_t>(std::count(used.begin(), used.end(), false));
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -60,7 +99,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
       {"model", std::string(YOLOTRAIN_SHARED_DIR) + "/weights/ultralytics/bccd_yolov8n/best.pt"},
       {"source", std::string(YOLOTRAIN_SHARED_DIR) + "/datasets/coco128/images/train"},
-      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "5"}, {"batch", "1"}, {"paths", "all"}};
+      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "5"}, {"batch", "1"}, {"paths", "all"}, {"conf", "0.25"}};
   if (!yolotrain::bench::parse_args("predict_bench", argc, argv, a)) return 2;
   at::set_num_threads(std::stoi(a["threads"]));
   fs::path weights = a["model"];
@@ -82,6 +121,7 @@ int main(int argc, char** argv) {
   yp::PredictOptions base;
   base.imgsz_h = base.imgsz_w = std::stoll(a["imgsz"]);
   base.device = "cpu";
+  base.conf = std::stod(a["conf"]);
   std::printf("model %s, %zu images from %s, imgsz %s, batch %zu, %d threads\n", weights.string().c_str(), images.size(),
               a["source"].c_str(), a["imgsz"].c_str(), batch, at::get_num_threads());
   const std::string default_label = yp::Predictor(weights, base).forward();
@@ -131,6 +171,20 @@ int main(int argc, char** argv) {
                   paths[k].rounds.back(), used);
     }
     std::fflush(stdout);
+  }
+  // What each path changes in the detections (conf as set, default 0.25), against the default's.
+  std::vector<yp::Prediction> reference;
+  for (Path& path : paths) {
+    if (path.label != default_label) continue;
+    for (const auto& image : images) reference.push_back(path.predictor.predict(image));
+  }
+  for (Path& path : paths) {
+    if (path.label == default_label || reference.empty()) continue;
+    Agreement a;
+    for (std::size_t i = 0; i < images.size(); ++i) agree(reference[i], path.predictor.predict(images[i]), a);
+    std::printf("agreement %-22s %zu boxes, %zu unmatched; matched: corners %.4f px apart on average, %.4f px at most, "
+                "confidences %.2e at most\n",
+                path.label.c_str(), a.boxes, a.unmatched, a.matched ? a.px_sum / a.matched : 0.0, a.px, a.conf);
   }
   double default_ms = 0;
   for (const Path& path : paths) default_ms = path.label == default_label ? median(path.rounds) : default_ms;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "../engine/run_folder.hpp"
+#include "cpu_forward.hpp"
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/predict/annotate.hpp"
@@ -154,6 +155,11 @@ PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlT
                   totals.pre / n, totals.infer / n, totals.post / n,
                   static_cast<long long>(std::min<std::int64_t>(cfg.batch, totals.seen)), totals.last_h, totals.last_w);
     out << line << "\n";
+    out << "Forward: " << predictor.forward();
+    if (cfg.predictor.forward == "auto") {
+      out << " (forward=auto on this CPU: " << detail::cpu_isa_name() << ")";
+    }
+    out << "\n";
   }
   if (!result.save_dir.empty()) {
     const bool tty = ::isatty(STDOUT_FILENO) && &out == &std::cout;

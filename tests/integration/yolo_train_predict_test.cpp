@@ -52,6 +52,7 @@ TEST_CASE("yolo_train predict writes annotated images and labels and names an un
   CHECK_THAT(f.output, Catch::Contains("broken.jpg: cannot be read, skipped"));
   CHECK(std::regex_search(f.output, std::regex(R"(image 1/4 \S+BloodImage_00000\.jpg: 256x320 \d+ RBCs?, .*\d+\.\dms)")));
   CHECK_THAT(f.output, Catch::Contains("Speed: ") && Catch::Contains("ms postprocess per image at shape (1, 3, 256, 320)"));
+  CHECK(std::regex_search(f.output, std::regex(R"(\nForward: (oneDNN \w+|libtorch fused) \(forward=auto on this CPU: \w+\)\n)")));
   const fs::path dir = tmp / "runs" / "predict";
   CHECK_THAT(f.output, Catch::Contains("Results saved to " + dir.string()));
   CHECK_THAT(f.output, Catch::Contains("3 labels saved to " + (dir / "labels").string()));
@@ -82,6 +83,17 @@ TEST_CASE("yolo_train predict writes annotated images and labels and names an un
                                             tmp / "out2.txt");
   CHECK(again.code == 0);
   CHECK(fs::exists(tmp / "runs" / "predict2" / images[0]));
+  const yt::Finished chosen = yt::run_to_end({YOLO_TRAIN_PATH, "predict", "model=" + kBest.string(),
+                                              "source=" + (tmp / "src" / images[0]).string(), "imgsz=320",
+                                              "save=false", "forward=libtorch"},
+                                             tmp / "out4.txt");
+  CHECK(chosen.code == 0);
+  CHECK_THAT(chosen.output, Catch::Contains("\nForward: libtorch fused\n"));
+  const yt::Finished unknown = yt::run_to_end({YOLO_TRAIN_PATH, "predict", "model=" + kBest.string(),
+                                               "source=" + (tmp / "src" / images[0]).string(), "forward=fastest"},
+                                              tmp / "out5.txt");
+  CHECK(unknown.code == 2);
+  CHECK_THAT(unknown.output, Catch::Contains("forward='fastest' is not a forward"));
   const yt::Finished bad = yt::run_to_end({YOLO_TRAIN_PATH, "predict", "model=" + (tmp / "nope.pt").string(),
                                            "source=" + (tmp / "src").string()},
                                           tmp / "out3.txt");

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "cpu_forward.hpp"
 #include "onednn_net.hpp"
 
 #include <catch2/catch.hpp>
@@ -32,6 +33,14 @@ std::pair<double, double> differences(nn::DetectionModel& model, OnednnNet& net,
   return {boxes, scores};
 }
 
+// Below AVX2 oneDNN has only reference kernels for these layers, and the forward refuses them
+// (the Predictor runs libtorch's there): nothing of this file can run.
+bool without_avx2() {
+  if (yolotrain::predict::detail::auto_cpu_forward().onednn) return false;  // the same rule
+  WARN("skipped: oneDNN has no AVX2 here (" << yolotrain::predict::detail::cpu_isa_name() << ")");
+  return true;
+}
+
 nn::DetectionModel fused(nn::DetectionModel model) {
   model->eval();
   model->fuse();
@@ -54,6 +63,7 @@ nn::DetectionModel lively(nn::DetectionModel model) {
 }  // namespace
 
 TEST_CASE("The oneDNN forward predicts what the model's forward predicts", "[predict][onednn]") {
+  if (without_avx2()) return;
   at::manual_seed(0);
   for (const std::string scale : {"n", "s"}) {
     nn::DetectionModel model = lively(fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8" + scale + ".yaml").nc(5))));
@@ -72,6 +82,7 @@ TEST_CASE("The oneDNN forward predicts what the model's forward predicts", "[pre
 }
 
 TEST_CASE("The oneDNN forward gives the same predictions in every activation layout", "[predict][onednn]") {
+  if (without_avx2()) return;
   // nChw8c and nChw16c put Concat parts in place (16c also pads the 5-class head output);
   // nhwc concatenates with oneDNN's concat primitive. Whatever this CPU prefers, each is run
   // where oneDNN has optimised kernels for it (nChw16c needs AVX-512; elsewhere it is refused).
@@ -96,6 +107,7 @@ TEST_CASE("The oneDNN forward gives the same predictions in every activation lay
 }
 
 TEST_CASE("The oneDNN forward runs Ultralytics' best.pt as libtorch does", "[predict][onednn]") {
+  if (without_avx2()) return;
   if (!fs::exists(kBccdBest)) {
     WARN("skipped: " << kBccdBest.string() << " is absent");
     return;
@@ -112,6 +124,7 @@ TEST_CASE("The oneDNN forward runs Ultralytics' best.pt as libtorch does", "[pre
 }
 
 TEST_CASE("The oneDNN forward refuses a model it cannot run and says why", "[predict][onednn]") {
+  if (without_avx2()) return;
   nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
   model->eval();
   std::string why;
@@ -125,6 +138,7 @@ TEST_CASE("The oneDNN forward refuses a model it cannot run and says why", "[pre
 }
 
 TEST_CASE("The oneDNN forward keeps the primitives of at most 48 input sizes", "[predict][onednn]") {
+  if (without_avx2()) return;
   nn::DetectionModel model = fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8n.yaml").nc(2)));
   std::string why;
   const auto net = OnednnNet::compile(model, why);
@@ -140,16 +154,24 @@ TEST_CASE("The oneDNN forward keeps the primitives of at most 48 input sizes", "
 }
 
 TEST_CASE("The oneDNN forward names its layout and data type", "[predict][onednn]") {
+  if (without_avx2()) return;
   nn::DetectionModel model = fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8n.yaml").nc(2)));
-  std::string why;
-  CHECK(OnednnNet::compile(model, why, OnednnNet::Layout::Blocked8)->label() == "oneDNN nChw8c");
-  CHECK(OnednnNet::compile(model, why, OnednnNet::Layout::Blocked16)->label() == "oneDNN nChw16c");
-  CHECK(OnednnNet::compile(model, why, OnednnNet::Layout::Nhwc)->label() == "oneDNN nhwc");
-  const std::string preferred = OnednnNet::compile(model, why)->label();
-  CHECK(preferred == OnednnNet::compile(model, why)->label());  // the probe answers alike every time
+  const auto label = [&](OnednnNet::Layout layout) {
+    std::string why;
+    const auto net = OnednnNet::compile(model, why, layout);
+    return net ? net->label() : "refused: " + why;
+  };
+  CHECK(label(OnednnNet::Layout::Blocked8) == "oneDNN nChw8c");
+  CHECK(label(OnednnNet::Layout::Nhwc) == "oneDNN nhwc");
+  const std::string blocked16 = label(OnednnNet::Layout::Blocked16);  // refused without AVX-512
+  CHECK((blocked16 == "oneDNN nChw16c" || blocked16.find("reference kernel") != std::string::npos));
+  const std::string preferred = label(OnednnNet::Layout::Preferred);
+  CHECK_THAT(preferred, Catch::StartsWith("oneDNN n"));
+  CHECK(preferred == label(OnednnNet::Layout::Preferred));  // the probe answers alike every time
 }
 
 TEST_CASE("The bfloat16 forward runs where the CPU has native bfloat16 and stays near float32", "[predict][onednn]") {
+  if (without_avx2()) return;
   if (!fs::exists(kBccdBest)) {
     WARN("skipped: " << kBccdBest.string() << " is absent");
     return;
@@ -168,8 +190,9 @@ TEST_CASE("The bfloat16 forward runs where the CPU has native bfloat16 and stays
     const auto net = OnednnNet::compile(model, why, layout, true);
     REQUIRE(net);
     CHECK_THAT(net->label(), Catch::EndsWith(" bf16"));
-    // bfloat16 keeps 8 bits of mantissa: measured on best.pt at 256x320, boxes within ~0.5 px and
-    // class scores within ~5e-3 of float32's (docs/predict.md); a wrong layer is off by far more.
+    // bfloat16 keeps 8 bits of mantissa: measured here on best.pt at 256x320 (a random image, all
+    // 1680 anchors), raw boxes within 0.83 px and class scores within 6e-5 of float32's; a wrong
+    // layer is off by far more.
     const auto [boxes, scores] = differences(model, *net, x);
     INFO("boxes " << boxes << " px, scores " << scores);
     CHECK(boxes < 2.0);
