@@ -35,10 +35,11 @@ CpuForward parse_cpu_forward(const std::string& value) {
 }
 
 CpuForward auto_cpu_forward() {
-  // Measured (docs/predict.md, predict_bench): with AVX-512 (avx512_core_bf16 here) the oneDNN
-  // forward in its preferred layout (nhwc) takes 0.70-0.82x libtorch's time, and nChw16c is within
-  // 4 % of it; with oneDNN limited to AVX2 (its preferred layout nChw8c) ...x. Older instruction
-  // sets were never measured, and oneDNN's optimised kernels there cover less: libtorch's forward.
+  // Measured (docs/predict.md, predict_bench, medians of 5 interleaved rounds): with AVX-512
+  // (avx512_core_bf16) the oneDNN forward in its preferred layout (nhwc) took 0.69-0.82x libtorch's
+  // time, nChw16c within 4 % of it; with oneDNN limited to AVX2 (preferred layout nChw8c)
+  // 0.78-0.83x. Below AVX2 oneDNN has reference kernels only for much of the network (refused by
+  // the plan anyway) and nothing was measured: libtorch's forward.
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto avx2 = static_cast<unsigned>(dnnl::cpu_isa::avx2);
   if ((isa & avx2) == avx2) return {true, OnednnNet::Layout::Preferred, false};

@@ -57,7 +57,7 @@ const ArgTable<C>& args_table() {
       {"show_labels", {"true", "draw class names", [](C& c, const std::string& v) { c.annotate.show_labels = to_bool("show_labels", v); }}},
       {"show_conf", {"true", "draw confidences", [](C& c, const std::string& v) { c.annotate.show_conf = to_bool("show_conf", v); }}},
       {"verbose", {"true", "one line per image", [](C& c, const std::string& v) { c.verbose = to_bool("verbose", v); }}},
-      {"threads", {"0", "intra-op threads; 0: libtorch's default",
+      {"threads", {"0", "intra-op threads; 0: every core",
                    [](C& c, const std::string& v) { c.threads = static_cast<int>(to_int("threads", v, 0, 1024)); }}},
   };
   return table;
