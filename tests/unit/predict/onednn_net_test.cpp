@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/nn/detection_model.hpp"
@@ -45,6 +46,15 @@ nn::DetectionModel fused(nn::DetectionModel model) {
   model->eval();
   model->fuse();
   return model;
+}
+
+// Ultralytics' best.pt, fused; nothing (after saying so) when ../shared is absent.
+std::optional<nn::DetectionModel> fused_best_pt() {
+  if (!fs::exists(kBccdBest)) {
+    WARN("skipped: " << kBccdBest.string() << " is absent");
+    return std::nullopt;
+  }
+  return fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBccdBest), kBccdBest.string()));
 }
 
 // A fresh model's signal fades layer by layer (its predictions barely depend on the input, so
@@ -108,11 +118,9 @@ TEST_CASE("The oneDNN forward gives the same predictions in every activation lay
 
 TEST_CASE("The oneDNN forward runs Ultralytics' best.pt as libtorch does", "[predict][onednn]") {
   if (without_avx2()) return;
-  if (!fs::exists(kBccdBest)) {
-    WARN("skipped: " << kBccdBest.string() << " is absent");
-    return;
-  }
-  nn::DetectionModel model = fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBccdBest), kBccdBest.string()));
+  const auto best = fused_best_pt();
+  if (!best) return;
+  nn::DetectionModel model = *best;
   std::string why;
   const auto net = OnednnNet::compile(model, why);
   REQUIRE(net);
@@ -172,11 +180,9 @@ TEST_CASE("The oneDNN forward names its layout and data type", "[predict][onednn
 
 TEST_CASE("The bfloat16 forward runs where the CPU has native bfloat16 and stays near float32", "[predict][onednn]") {
   if (without_avx2()) return;
-  if (!fs::exists(kBccdBest)) {
-    WARN("skipped: " << kBccdBest.string() << " is absent");
-    return;
-  }
-  nn::DetectionModel model = fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBccdBest), kBccdBest.string()));
+  const auto best = fused_best_pt();
+  if (!best) return;
+  nn::DetectionModel model = *best;
   std::string why;
   if (!OnednnNet::native_bf16()) {
     CHECK_FALSE(OnednnNet::compile(model, why, OnednnNet::Layout::Preferred, true));
