@@ -3,6 +3,7 @@
 /// yolotrain::nn — YOLOv8 modules, DetectionModel built from a model YAML, and weight exchange
 /// with Ultralytics (safetensors with Ultralytics' state-dict names).
 
+#include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/nn/block.hpp"
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/nn/detect.hpp"

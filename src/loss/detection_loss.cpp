@@ -6,8 +6,8 @@
 
 #include "class_term.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/loss/anchors.hpp"
 #include "yolotrain/loss/box_ops.hpp"
+#include "yolotrain/nn/anchors.hpp"
 
 namespace yolotrain::loss {
 
@@ -117,7 +117,7 @@ at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
   const int64_t b = pred_dist.size(0), a = pred_dist.size(1), c = pred_dist.size(2);
   const at::Tensor proj = at::arange(options_.reg_max, pred_dist.options().requires_grad(false));
   const at::Tensor dist = pred_dist.view({b, a, 4, c / 4}).softmax(3).matmul(proj);
-  return dist2bbox(dist, anchor_points, false);
+  return nn::dist2bbox(dist, anchor_points, false);
 }
 
 namespace {
@@ -195,7 +195,7 @@ std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const at:
   const at::Tensor fg_targets = target_bboxes.index({fg});
   const at::Tensor iou = bbox_iou(fg_boxes, fg_targets, false, IouKind::CIoU);
   const at::Tensor loss_iou = ((1.0 - iou) * weight).sum() / tss;
-  const at::Tensor target_ltrb = bbox2dist(fg_anchors, fg_targets, static_cast<double>(reg_max - 1));
+  const at::Tensor target_ltrb = nn::bbox2dist(fg_anchors, fg_targets, static_cast<double>(reg_max - 1));
   const at::Tensor dfl = df_loss(fg_distri.view({-1, reg_max}), target_ltrb, reg_max);
   return {loss_iou, (dfl * weight).sum() / tss};
 }
@@ -209,7 +209,7 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
   const LevelParts parts = split_levels(feats, options_.nc, options_.reg_max);
   const at::TensorOptions options = feats[0].options().requires_grad(false);
   const at::Tensor imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
-  const auto [anchor_points, stride_tensor] = make_anchors(feats, options_.strides, 0.5);
+  const auto [anchor_points, stride_tensor] = nn::make_anchors(feats, options_.strides, 0.5);
   const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
 
   const at::Tensor gt = preprocess(targets, batch_size, imgsz);

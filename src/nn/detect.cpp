@@ -91,28 +91,4 @@ void DetectImpl::fuse() {
   }
 }
 
-std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& feats,
-                                               const std::vector<double>& strides, double offset) {
-  if (feats.size() != strides.size()) throw Error("make_anchors: one stride per feature level needed");
-  std::vector<at::Tensor> points, stride_list;
-  for (size_t i = 0; i < feats.size(); ++i) {
-    const int64_t h = feats[i].size(2), w = feats[i].size(3);
-    const auto opts = feats[i].options();
-    const at::Tensor sx = at::arange(w, opts) + offset;
-    const at::Tensor sy = at::arange(h, opts) + offset;
-    const auto grid = at::meshgrid({sy, sx}, "ij");
-    points.push_back(at::stack({grid[1], grid[0]}, -1).view({-1, 2}));
-    stride_list.push_back(at::full({h * w, 1}, strides[i], opts));
-  }
-  return {at::cat(points), at::cat(stride_list)};
-}
-
-at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh, int64_t dim) {
-  const auto lt_rb = distance.chunk(2, dim);
-  const at::Tensor x1y1 = anchor_points - lt_rb[0];
-  const at::Tensor x2y2 = anchor_points + lt_rb[1];
-  if (xywh) return at::cat({(x1y1 + x2y2) / 2, x2y2 - x1y1}, dim);
-  return at::cat({x1y1, x2y2}, dim);
-}
-
 }  // namespace yolotrain::nn

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/nn/block.hpp"
 
 namespace yolotrain::nn {
@@ -55,16 +56,5 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   DFL dfl{nullptr};
 };
 TORCH_MODULE(Detect);
-
-/// Anchor points and their strides for feature maps `feats` ([B, C, H_i, W_i]) with `strides`:
-/// per level the cell centres (x + offset, y + offset) in grid units, y outer and x inner, levels
-/// concatenated. Returns {anchors [A, 2], stride_tensor [A, 1]} (Ultralytics' make_anchors).
-std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& feats,
-                                               const std::vector<double>& strides, double offset = 0.5);
-
-/// Distances (l, t, r, b) to boxes around `anchor_points`: xywh when `xywh`, else xyxy
-/// (Ultralytics' dist2bbox); `dim` is the coordinate dimension of `distance`.
-at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh = true,
-                     int64_t dim = -1);
 
 }  // namespace yolotrain::nn

@@ -1,7 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/loss/anchors.hpp"
+#include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/loss/task_aligned_assigner.hpp"
 
 #include <catch2/catch.hpp>
@@ -20,7 +20,7 @@ struct Scene {
   at::Tensor pd_scores;  // [1, 16, nc]
 
   explicit Scene(int64_t nc = 2) {
-    anchors = yl::make_anchors({at::zeros({1, 1, 4, 4})}, {8.0}).first * 8;
+    anchors = yolotrain::nn::make_anchors({at::zeros({1, 1, 4, 4})}, {8.0}).first * 8;
     pd_bboxes = at::cat({anchors - 8, anchors + 8}, 1).unsqueeze(0);
     pd_scores = at::full({1, 16, nc}, 0.5f);
   }
@@ -160,7 +160,7 @@ TEST_CASE("assigner handles a batch without boxes", "[loss]") {
 TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
   at::manual_seed(7);
   const std::vector<at::Tensor> levels{at::zeros({1, 1, 16, 16}), at::zeros({1, 1, 8, 8}), at::zeros({1, 1, 4, 4})};
-  const auto [points, strides] = yl::make_anchors(levels, {8.0, 16.0, 32.0});
+  const auto [points, strides] = yolotrain::nn::make_anchors(levels, {8.0, 16.0, 32.0});
   const at::Tensor anchors = points * strides;  // pixels
   const int64_t A = anchors.size(0), B = 3, M = 12, nc = 5;
   int64_t positives_seen = 0;

@@ -5,7 +5,9 @@
 #include <utility>
 #include <vector>
 
-namespace yolotrain::loss {
+// Anchor geometry, in one place for the head's decode, the loss and the ONNX export (Ultralytics
+// keeps it in utils/tal.py): cell centres per level, and distances <-> boxes.
+namespace yolotrain::nn {
 
 /// Anchor points and their strides for per-level feature maps `feats` ([B, C, H_i, W_i]):
 /// (x + offset, y + offset) in grid units of each level, row-major (y outer, x inner), levels
@@ -23,4 +25,4 @@ at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points
 /// (the v8 loss passes reg_max - 1 = 15, so 14.99).
 at::Tensor bbox2dist(const at::Tensor& anchor_points, const at::Tensor& bbox, double reg_max);
 
-}  // namespace yolotrain::loss
+}  // namespace yolotrain::nn

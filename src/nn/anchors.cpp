@@ -1,8 +1,8 @@
-#include "yolotrain/loss/anchors.hpp"
+#include "yolotrain/nn/anchors.hpp"
 
 #include "yolotrain/error.hpp"
 
-namespace yolotrain::loss {
+namespace yolotrain::nn {
 
 std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& feats,
                                                const std::vector<double>& strides,
@@ -42,4 +42,4 @@ at::Tensor bbox2dist(const at::Tensor& anchor_points, const at::Tensor& bbox, do
   return at::cat({anchor_points - xy[0], xy[1] - anchor_points}, -1).clamp_(0, reg_max - 0.01);
 }
 
-}  // namespace yolotrain::loss
+}  // namespace yolotrain::nn
