@@ -30,7 +30,6 @@ void merge_classes(data::Dataset& set) {
   set.names = {"item"};
 }
 
-std::int64_t stride_multiple(std::int64_t imgsz) { return (imgsz + 31) / 32 * 32; }
 
 namespace {
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }

@@ -27,8 +27,6 @@ std::filesystem::path data_yaml(const TrainConfig& cfg);
 /// single_cls: every label becomes class 0, named "item".
 void merge_classes(data::Dataset& set);
 
-/// `imgsz` rounded up to a multiple of the largest stride (32).
-std::int64_t stride_multiple(std::int64_t imgsz);
 
 /// Intra-op threads: `threads`, else the cores shared among the ranks on this machine.
 int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine = 1);

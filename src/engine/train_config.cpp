@@ -44,7 +44,7 @@ const std::vector<Spec>& specs() {
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
       {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},
       {"batch", &C::batch, "images per batch", 1, 1e5},
-      {"imgsz", &C::imgsz, "training image size (rounded up to a multiple of 32)", 32, 8192},
+      {"imgsz", &C::imgsz, "training image size (rounded up to a multiple of the model's max stride, 32)", 32, 8192},
       {"save", &C::save, "save checkpoints and results"},
       {"save_period", &C::save_period, "save epoch<N>.pt every N epochs; -1: off", -1, 1e6},
       {"cache", &C::cache, "cache decoded images: false | ram", -kInf, kInf, {"false", "ram"}},

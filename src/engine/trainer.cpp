@@ -350,12 +350,6 @@ std::optional<io::ModelWeights> read_start_weights(const std::string& path) {
 }  // namespace
 
 void Trainer::Run::build() {
-  if (cfg.imgsz % 32 != 0) {
-    const std::int64_t rounded = stride_multiple(cfg.imgsz);
-    say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of 32, updating to " +
-        std::to_string(rounded));
-    cfg.imgsz = rounded;
-  }
   device = run_device(cfg.device, ranks.local_rank());
   torch::set_num_threads(intra_op_threads(cfg, ranks.local_world_size()));
   if (cfg.plots && ranks.leader()) plot_writer = std::make_unique<plots::PlotWriter>();
@@ -367,6 +361,12 @@ void Trainer::Run::build() {
   model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
                                  .nc(data_config.nc())
                                  .names(data_config.names));
+  if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
+    const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
+    say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of " +
+        std::to_string(model->max_stride()) + ", updating to " + std::to_string(rounded));
+    cfg.imgsz = rounded;
+  }
   if (start && !resume_from) {  // a resumed run takes its weights from the checkpoint instead
     const std::size_t n = nn::transfer_weights(*model, start->tensors);
     say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
@@ -399,6 +399,7 @@ void Trainer::Run::build() {
   train_opts.rank = ranks.rank();
   train_opts.world_size = ranks.world_size();
   train_opts.imgsz = static_cast<int>(cfg.imgsz);
+  train_opts.stride = static_cast<int>(model->max_stride());
   train_opts.workers = loader_workers(cfg);
   train_opts.seed = static_cast<std::uint64_t>(cfg.seed);
   train_opts.hyp = {cfg.hsv_h, cfg.hsv_s, cfg.hsv_v, cfg.degrees, cfg.translate, cfg.scale, cfg.shear,
@@ -647,7 +648,7 @@ bool Trainer::Run::share_epoch_end(EpochMetrics& m, bool validated) {
 // Ultralytics' multi_scale: a size in [0.5, 1.5] imgsz (a multiple of the stride) per batch,
 // drawn from (seed, step) so that a resumed run draws the same.
 at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) const {
-  const std::int64_t gs = 32;
+  const std::int64_t gs = model->max_stride();
   data::Rng rng(static_cast<std::uint64_t>(cfg.seed), 0x6d756c7469ull, static_cast<std::uint64_t>(ni));
   const auto lo = static_cast<std::uint64_t>(cfg.imgsz / 2), hi = static_cast<std::uint64_t>(cfg.imgsz * 3 / 2 + gs);
   const std::int64_t sz = static_cast<std::int64_t>(lo + rng.below(hi - lo)) / gs * gs;

@@ -205,7 +205,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   nn::set_memory_format(*net, format);
   data::LoaderOptions opts;
   opts.batch = static_cast<int>(cfg.batch);
-  opts.imgsz = static_cast<int>(stride_multiple(cfg.imgsz));
+  opts.imgsz = static_cast<int>(nn::check_imgsz(cfg.imgsz, net->max_stride()));
+  opts.stride = static_cast<int>(net->max_stride());
   opts.workers = loader_workers(cfg);
   opts.augment = false;
   opts.shuffle = false;

@@ -180,10 +180,10 @@ OnnxExportReport export_onnx(const fs::path& weights, const fs::path& out, OnnxE
   nn::DetectionModel model = io::build_model(w, weights.string());
   model->eval();
   model->fuse();
-  const auto stride = static_cast<std::int64_t>(model->strides().back());
+  const std::int64_t stride = model->max_stride();
   for (std::int64_t* side : {&options.imgsz_h, &options.imgsz_w}) {
     if (*side <= 0) throw Error("export: imgsz must be positive, got " + std::to_string(*side));
-    const std::int64_t rounded = (*side + stride - 1) / stride * stride;
+    const std::int64_t rounded = nn::check_imgsz(*side, stride);
     if (rounded != *side) {
       warn("imgsz=" + std::to_string(*side) + " must be a multiple of the max stride " + std::to_string(stride) +
            ", updating to " + std::to_string(rounded));

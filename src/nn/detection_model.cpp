@@ -242,6 +242,12 @@ at::Tensor DetectionModelImpl::run_layer(size_t i, const std::vector<at::Tensor>
   throw Error("DetectionModel: layer " + std::to_string(i) + " cannot run here");
 }
 
+int64_t DetectionModelImpl::max_stride() const {
+  return std::max<int64_t>(strides_.empty() ? 0 : static_cast<int64_t>(strides_.back()), 32);
+}
+
+int64_t check_imgsz(int64_t imgsz, int64_t stride) { return (imgsz + stride - 1) / stride * stride; }
+
 std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) {
   if (x.dim() != 4 || x.size(1) != options.ch()) {
     throw Error("DetectionModel::forward: expected an input [B, " + std::to_string(options.ch()) +

@@ -42,7 +42,7 @@ std::string ModelSummary::to_string() const {
 }
 
 double count_gflops(DetectionModelImpl& model, int64_t imgsz) {
-  const int64_t base = 2 * static_cast<int64_t>(model.strides().empty() ? 32 : model.strides().back());
+  const int64_t base = 2 * model.max_stride();
   const int64_t side = imgsz % base == 0 ? base : imgsz;
   const double scale = static_cast<double>(imgsz) * static_cast<double>(imgsz) / static_cast<double>(side * side);
   const auto p = model.parameters().front();

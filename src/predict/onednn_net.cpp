@@ -39,11 +39,6 @@ ConvParams params_of(const nn::ConvImpl& conv) {
   return params_of(*conv.conv, !conv.act.is_empty());
 }
 
-// The largest stride: input sizes are multiples of it.
-int64_t max_stride(const nn::DetectionModel& model) {
-  return model->strides().empty() ? 32 : static_cast<int64_t>(model->strides().back());
-}
-
 // The model's layers as primitives, in the order DetectionModel::forward runs them.
 class ModelBuilder {
  public:
@@ -218,7 +213,7 @@ std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, s
       case Layout::Blocked16: impl->layout = ftag::nChw16c; break;
       case Layout::Nhwc: impl->layout = ftag::nhwc; break;
     }
-    const int64_t s = max_stride(model);
+    const int64_t s = model->max_stride();
     impl->plan_for(2 * s, 2 * s);  // checks every layer once, on a small input
   } catch (const Unsupported& e) {
     why = std::string("the model has ") + e.what();
@@ -235,7 +230,7 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
     throw Error("OnednnNet::predict: expected a float32 CPU input [B, " + std::to_string(impl_->model->options.ch()) +
                 ", H, W], got " + c10::str(x.sizes()) + " " + c10::toString(x.scalar_type()));
   }
-  const int64_t s = max_stride(impl_->model);
+  const int64_t s = impl_->model->max_stride();
   if (x.size(2) % s != 0 || x.size(3) % s != 0) {
     throw Error("OnednnNet::predict: input height and width must be multiples of " + std::to_string(s));
   }

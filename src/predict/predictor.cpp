@@ -52,8 +52,6 @@ struct Predictor::Impl {
 
 Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  options.imgsz_h = engine::stride_multiple(options.imgsz_h);
-  options.imgsz_w = engine::stride_multiple(options.imgsz_w);
   if (options.imgsz_h <= 0 || options.imgsz_w <= 0) throw Error("predict: imgsz must be positive");
   const detail::CpuForward how = detail::parse_cpu_forward(options.forward);
   m.device = engine::run_device(options.device);
@@ -61,11 +59,13 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
     std::cerr << "predict: half=true applies on CUDA only; predicting in float32 on the CPU" << std::endl;
     options.half = false;
   }
-  m.options = options;
   io::ModelWeights w = io::read_model_weights(weights);
   m.names = w.names;
   m.description = w.description;
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
+  options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
+  options.imgsz_w = nn::check_imgsz(options.imgsz_w, m.net->max_stride());
+  m.options = options;
   m.net->eval();
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
@@ -105,7 +105,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   if (images.empty()) return {};
   c10::InferenceMode inference;
   const auto t0 = Clock::now();
-  at::Tensor x = preprocess(images, options.imgsz_h, options.imgsz_w).to(device).to(dtype).div_(255).contiguous(format);
+  at::Tensor x = preprocess(images, options.imgsz_h, options.imgsz_w, true, net->max_stride()).to(device).to(dtype).div_(255).contiguous(format);
   const double pre = ms_since(t0);
 
   const auto t1 = Clock::now();

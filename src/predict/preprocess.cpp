@@ -13,7 +13,7 @@
 namespace yolotrain::predict {
 
 at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_t imgsz_h, std::int64_t imgsz_w,
-                      bool minimal_padding) {
+                      bool minimal_padding, std::int64_t stride) {
   if (images.empty()) throw Error("predict: no images to preprocess");
   std::set<std::pair<int, int>> shapes;
   for (const data::Image* im : images) {
@@ -27,7 +27,7 @@ at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_
   std::vector<data::Image> boxed;
   for (const data::Image* im : images) {
     data::Labelled sample{*im, {}};
-    data::letterbox(sample, static_cast<int>(imgsz_h), static_cast<int>(imgsz_w), auto_pad, true, 32);
+    data::letterbox(sample, static_cast<int>(imgsz_h), static_cast<int>(imgsz_w), auto_pad, true, static_cast<int>(stride));
     boxed.push_back(std::move(sample.image));
   }
   const int h = boxed[0].height, w = boxed[0].width;

@@ -59,6 +59,10 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
 
   /// Strides of the detection levels ([8, 16, 32] for YOLOv8).
   const std::vector<double>& strides() const { return strides_; }
+  /// What every input size is a multiple of: the largest stride, at least 32 (Ultralytics' grid
+  /// size gs = max(int(model.stride.max()), 32), used to round imgsz in train, val, predict and
+  /// export).
+  int64_t max_stride() const;
   /// Number of classes.
   int64_t nc() const { return nc_; }
   /// Class names (from the options, else "0" ... "nc-1").
@@ -96,5 +100,8 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   bool fused_ = false;
 };
 TORCH_MODULE(DetectionModel);
+
+/// `imgsz` rounded up to a multiple of `stride` (Ultralytics' check_imgsz; stride: max_stride()).
+int64_t check_imgsz(int64_t imgsz, int64_t stride);
 
 }  // namespace yolotrain::nn

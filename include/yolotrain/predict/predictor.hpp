@@ -13,8 +13,8 @@ namespace yolotrain::predict {
 
 /// Options of a Predictor: Ultralytics' predict arguments, with its defaults.
 struct PredictOptions {
-  std::int64_t imgsz_h = 640;   ///< network input height (rounded up to a multiple of 32)
-  std::int64_t imgsz_w = 640;   ///< network input width (rounded up to a multiple of 32)
+  std::int64_t imgsz_h = 640;   ///< network input height (rounded up to a multiple of the model's max stride, 32)
+  std::int64_t imgsz_w = 640;   ///< network input width (rounded up likewise)
   double conf = 0.25;           ///< keep detections whose confidence is above this
   double iou = 0.7;             ///< NMS IoU threshold
   std::int64_t max_det = 300;   ///< at most this many detections per image

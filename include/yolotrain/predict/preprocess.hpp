@@ -10,11 +10,11 @@
 namespace yolotrain::predict {
 
 /// Ultralytics' predict preprocessing of BGR images: LetterBox to imgsz_h x imgsz_w (gray 114; with
-/// `minimal_padding`, only to a multiple of 32 when all images share one size, as for PyTorch
-/// models; without, always the full size, as a static ONNX graph needs),
+/// `minimal_padding`, only to a multiple of `stride` (the model's max_stride()) when all images
+/// share one size, as for PyTorch models; without, always the full size, as a static ONNX graph needs),
 /// stacked, BGR -> RGB, HWC -> CHW. Returns uint8 [B, 3, H, W]; the network reads it as float / 255.
 /// Throws yolotrain::Error for an empty or malformed image.
 at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_t imgsz_h, std::int64_t imgsz_w,
-                      bool minimal_padding = true);
+                      bool minimal_padding = true, std::int64_t stride = 32);
 
 }  // namespace yolotrain::predict
