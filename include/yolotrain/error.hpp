@@ -12,4 +12,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+/// A bad argument or a run that cannot be done as asked: the command line must change
+/// (yolo_train exits 2). Thrown by every mode's argument parsing (train, val, predict, export).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace yolotrain

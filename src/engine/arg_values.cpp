@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cctype>
 #include <cstdlib>
 
 namespace yolotrain::engine::args {
@@ -11,9 +12,17 @@ void bad(const std::string& key, const std::string& value, const std::string& al
   throw ConfigError("argument '" + key + "': '" + value + "' is not valid; " + allowed);
 }
 
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+}  // namespace
+
 bool to_bool(const std::string& key, const std::string& v) {
-  if (v == "true" || v == "True" || v == "1") return true;
-  if (v == "false" || v == "False" || v == "0") return false;
+  const std::string l = lower(v);
+  if (l == "true" || l == "1" || l == "yes") return true;
+  if (l == "false" || l == "0" || l == "no") return false;
   bad(key, v, "expected true or false");
 }
 
@@ -33,7 +42,10 @@ double to_double(const std::string& key, const std::string& v, double min, doubl
   return out;
 }
 
-bool is_none(const std::string& v) { return v.empty() || v == "None" || v == "none" || v == "null"; }
+bool is_none(const std::string& v) {
+  const std::string l = lower(v);
+  return l.empty() || l == "none" || l == "null" || l == "~";
+}
 
 std::vector<std::int64_t> int_list(const std::string& key, std::string v) {
   for (char& c : v) {

@@ -1,7 +1,8 @@
 #pragma once
 
-// key=value arguments of the modes beside training (predict, export): the values' parsers and
-// the loop over a table of arguments. Every failure is an engine::ConfigError naming the
+// key=value arguments: the values' parsers every mode shares (train's TrainConfig reads booleans
+// and None through them too, so `yes` or `~` mean the same everywhere), and the loop over a table
+// of arguments of the modes beside training (predict, export). Every failure is a ConfigError naming the
 // argument, the value and what is allowed. Private to the library.
 
 #include <array>
@@ -11,18 +12,18 @@
 #include <string>
 #include <vector>
 
-#include "yolotrain/engine/train_config.hpp"
+#include "yolotrain/error.hpp"
 
 namespace yolotrain::engine::args {
 
 [[noreturn]] void bad(const std::string& key, const std::string& value, const std::string& allowed);
-/// true/True/1 or false/False/0.
+/// true, 1 or yes; false, 0 or no (any case: YAML's and Python's spellings).
 bool to_bool(const std::string& key, const std::string& v);
 /// An integer from min to max.
 std::int64_t to_int(const std::string& key, const std::string& v, std::int64_t min, std::int64_t max);
 /// A finite number from min to max.
 double to_double(const std::string& key, const std::string& v, double min, double max);
-/// Empty, None, none or null.
+/// Empty, None, null or ~ (any case).
 bool is_none(const std::string& v);
 /// "0,2", "[0, 2]" or "0" -> {0, 2} (each 0 to 2^20).
 std::vector<std::int64_t> int_list(const std::string& key, std::string v);

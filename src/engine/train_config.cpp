@@ -16,6 +16,7 @@
 #include <set>
 #include <variant>
 
+#include "arg_values.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::engine {
@@ -127,7 +128,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool is_none(const std::string& v) { return v.empty() || v == "None" || v == "none" || v == "null" || v == "~"; }
+using args::is_none;
 
 [[noreturn]] void bad_value(const Spec& spec, const std::string& value, const std::string& allowed) {
   throw ConfigError("argument '" + std::string(spec.name) + "': '" + value + "' is not valid; " + allowed);
@@ -143,12 +144,7 @@ std::string range_text(const Spec& s) {
   return "expected a number in [" + number_text(s.min) + ", " + number_text(s.max) + "]";
 }
 
-bool parse_bool(const Spec& spec, const std::string& v) {
-  const std::string l = lower(v);
-  if (l == "true" || l == "1" || l == "yes") return true;
-  if (l == "false" || l == "0" || l == "no") return false;
-  bad_value(spec, v, "expected true or false");
-}
+bool parse_bool(const Spec& spec, const std::string& v) { return args::to_bool(spec.name, v); }
 
 std::int64_t parse_int(const Spec& spec, const std::string& v) {
   std::int64_t out = 0;

@@ -11,7 +11,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using engine::ConfigError;
 using namespace engine::args;  // NOLINT: the value parsers
 using C = ExportConfig;
 

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "yolotrain/engine/train_config.hpp"
+#include "yolotrain/error.hpp"
 
 namespace yolotrain::predict::detail {
 
@@ -26,7 +26,7 @@ CpuForward parse_cpu_forward(const std::string& value) {
                                          {"onednn-nhwc", L::Nhwc}};
   const auto it = layouts.find(rest);
   if (it == layouts.end()) {
-    throw engine::ConfigError("forward='" + value +
+    throw ConfigError("forward='" + value +
                               "' is not a forward; expected auto, libtorch, or onednn[-nchw16c|-nchw8c|-nhwc][-bf16] "
                               "(e.g. onednn, onednn-nhwc, onednn-bf16)");
   }

@@ -6,7 +6,6 @@ namespace yolotrain::predict {
 
 namespace {
 
-using engine::ConfigError;
 using namespace engine::args;  // NOLINT: the value parsers
 using C = PredictConfig;
 

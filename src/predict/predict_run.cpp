@@ -11,7 +11,6 @@
 
 #include "../engine/run_folder.hpp"
 #include "cpu_forward.hpp"
-#include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/predict/annotate.hpp"
 #include "yolotrain/predict/sources.hpp"
@@ -86,10 +85,10 @@ PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlT
   try {
     loaded.emplace(cfg.model, cfg.predictor);
     files = expand_source(cfg.source);
-  } catch (const engine::ConfigError&) {
+  } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {
-    throw engine::ConfigError(e.what());
+    throw ConfigError(e.what());
   }
   Predictor& predictor = *loaded;
   PredictRunResult result;

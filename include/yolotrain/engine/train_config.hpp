@@ -12,12 +12,8 @@
 
 namespace yolotrain::engine {
 
-/// A bad argument or a run that cannot be done as asked: the command line must change
-/// (yolo_train exits 2).
-class ConfigError : public Error {
- public:
-  using Error::Error;
-};
+/// yolotrain::ConfigError (error.hpp), by the name it had when only training threw it.
+using ConfigError = yolotrain::ConfigError;
 
 /// Every training argument, with Ultralytics' names and defaults (so `yolo train` users know them),
 /// plus yolotrain's lifecycle arguments. Load it with from_args() (`cfg=file.yaml` and `key=value`

@@ -15,7 +15,7 @@ struct ExportConfig {
   std::string format = "safetensors";  ///< safetensors or onnx
   OnnxExportOptions onnx;            ///< imgsz, batch, dynamic, opset, half (format=onnx)
 
-  /// Parses key=value arguments; a bad key or value throws engine::ConfigError naming it.
+  /// Parses key=value arguments; a bad key or value throws ConfigError naming it.
   static ExportConfig from_args(const std::vector<std::string>& args);
   /// The arguments with their defaults and meaning, for --help.
   static std::vector<std::array<std::string, 3>> describe();

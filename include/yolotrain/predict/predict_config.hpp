@@ -26,7 +26,7 @@ struct PredictConfig {
   bool verbose = true;               ///< one line per image
   int threads = 0;                   ///< intra-op threads; 0: libtorch's default
 
-  /// Parses key=value arguments; a bad key or value throws engine::ConfigError naming it and
+  /// Parses key=value arguments; a bad key or value throws ConfigError naming it and
   /// what is allowed.
   static PredictConfig from_args(const std::vector<std::string>& args);
   /// The arguments with their defaults and meaning, for --help.

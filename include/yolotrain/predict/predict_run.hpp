@@ -26,7 +26,7 @@ struct PredictRunResult {
 /// 2 persons, 1 bus, 41.2ms"), writes annotated images (`save`) and labels/<stem>.txt
 /// (`save_txt`) into a new run folder, then the per-image speeds and where it saved. An image
 /// that cannot be read is reported on `err` by name and skipped. A stop requested on `token`
-/// (SIGINT, SIGTERM) ends the run between batches. Throws engine::ConfigError for a source that
+/// (SIGINT, SIGTERM) ends the run between batches. Throws ConfigError for a source that
 /// names nothing and yolotrain::Error for weights that cannot be read.
 PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlToken& token,
                              std::ostream& out = std::cout, std::ostream& err = std::cerr);

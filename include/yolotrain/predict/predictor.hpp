@@ -79,7 +79,7 @@ struct PixelView {
 class Predictor {
  public:
   /// Loads the weights; throws yolotrain::Error naming the file when they cannot be read or do
-  /// not fit a YOLOv8 detection model, engine::ConfigError for a bad device.
+  /// not fit a YOLOv8 detection model, ConfigError for a bad device.
   explicit Predictor(const std::filesystem::path& weights, PredictOptions options = {});
   ~Predictor();
   Predictor(Predictor&&) noexcept;

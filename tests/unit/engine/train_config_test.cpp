@@ -1,6 +1,8 @@
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/error.hpp"
+#include "yolotrain/export/export_config.hpp"
 #include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/predict/predict_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -116,4 +118,28 @@ TEST_CASE("deadlines accept durations and clock times", "[engine]") {
   const auto at = *c.deadline_at(now);
   CHECK(at > now);
   CHECK(at - now <= hours(24));
+}
+
+TEST_CASE("every mode reads booleans and None by one rule", "[engine]") {
+  using yolotrain::exporter::ExportConfig;
+  using yolotrain::predict::PredictConfig;
+  for (const std::string yes : {"true", "True", "TRUE", "1", "yes", "Yes"}) {
+    INFO(yes);
+    CHECK(TrainConfig::from_args({"plots=" + yes}).plots);
+    CHECK(PredictConfig::from_args({"model=a.pt", "source=b.jpg", "save_txt=" + yes}).save_txt);
+  }
+  for (const std::string no : {"false", "False", "0", "no", "NO"}) {
+    INFO(no);
+    CHECK_FALSE(TrainConfig::from_args({"plots=" + no}).plots);
+    CHECK_FALSE(PredictConfig::from_args({"model=a.pt", "source=b.jpg", "save=" + no}).save);
+  }
+  for (const std::string none : {"None", "none", "null", "~", ""}) {
+    INFO("'" << none << "'");
+    CHECK(TrainConfig::from_args({"time=" + none}).time == 0);
+    CHECK_FALSE(PredictConfig::from_args({"model=a.pt", "source=b.jpg", "classes=" + none}).predictor.classes);
+  }
+  CHECK_THROWS_WITH(TrainConfig::from_args({"plots=maybe"}), Contains("'plots': 'maybe' is not valid; expected true or false"));
+  CHECK_THROWS_WITH(PredictConfig::from_args({"model=a.pt", "source=b.jpg", "save=maybe"}),
+                    Contains("'save': 'maybe' is not valid; expected true or false"));
+  CHECK_THROWS_AS(ExportConfig::from_args({"format=onnx"}), yolotrain::ConfigError);  // one exception type for every mode
 }
