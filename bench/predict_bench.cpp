@@ -9,8 +9,9 @@
 //      [images=16] [rounds=5] [batch=1] [paths=all|LIST] [conf=0.25]
 // paths: forward values (PredictOptions::forward) separated by commas, "unfused" for libtorch's
 // unfused forward; all = onednn-nhwc,onednn-nchw16c,onednn-nchw8c,libtorch,unfused and
-// onednn-nhwc-bf16,onednn-nchw16c-bf16 where the CPU computes bfloat16 natively. model=yolov8n.yaml benchmarks a freshly
-// initialised nc-80 yolov8n; the default is the shared Ultralytics best.pt (nc 3).
+// onednn-nhwc-bf16,onednn-nchw16c-bf16 where the CPU computes bfloat16 natively.
+// model=yolov8n.yaml benchmarks a freshly initialised nc-80 yolov8n; the default is the shared
+// Ultralytics best.pt (nc 3). Prints figures only.
 #include <ATen/Parallel.h>
 
 #include "bench_args.hpp"

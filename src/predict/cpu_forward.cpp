@@ -27,8 +27,8 @@ CpuForward parse_cpu_forward(const std::string& value) {
   const auto it = layouts.find(rest);
   if (it == layouts.end()) {
     throw ConfigError("forward='" + value +
-                              "' is not a forward; expected auto, libtorch, or onednn[-nchw16c|-nchw8c|-nhwc][-bf16] "
-                              "(e.g. onednn, onednn-nhwc, onednn-bf16)");
+                      "' is not a forward; expected auto, libtorch, or onednn[-nchw16c|-nchw8c|-nhwc][-bf16] "
+                      "(e.g. onednn, onednn-nhwc, onednn-bf16)");
   }
   f.layout = it->second;
   return f;

@@ -71,8 +71,12 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.dtype = options.half ? at::kHalf : at::kFloat;
   m.net->to(m.device, m.dtype);
   if (m.device.is_cpu() && how.onednn) {
-    if (options.fuse) m.compile_onednn(how);
-    else if (options.forward != "auto") std::cerr << "predict: running libtorch's forward: forward=" << options.forward << " runs the fused network (fuse=true)" << std::endl;
+    if (options.fuse) {
+      m.compile_onednn(how);
+    } else if (options.forward != "auto") {
+      std::cerr << "predict: running libtorch's forward: forward=" << options.forward
+                << " runs the fused network (fuse=true)" << std::endl;
+    }
   }
   // libtorch's forward on the CPU: the measured faster layout (docs/nn.md), as training and
   // validation use. The oneDNN forward reads NCHW and has packed the weights as they are.
@@ -89,7 +93,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
 void Predictor::Impl::compile_onednn(const detail::CpuForward& how) {
   std::string why;
   onednn = detail::OnednnNet::compile(net, why, how.layout, how.bf16);
-  if (!onednn && how.bf16) {
+  if (!onednn && how.bf16 && !detail::OnednnNet::native_bf16()) {  // the CPU, not the model, said no
     std::cerr << "predict: running float32: " << why << std::endl;
     onednn = detail::OnednnNet::compile(net, why, how.layout);
   }
