@@ -10,7 +10,7 @@
 
 #include "chart.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/predict/annotate.hpp"
+#include "yolotrain/plots/box_label.hpp"
 
 namespace yolotrain::plots {
 namespace {
@@ -88,7 +88,7 @@ data::Image plot_images(const ImagesPlot& p) {
         text += buf;
       }
       // Ultralytics draws integer corners (boxes.astype(np.int64): truncation).
-      predict::draw_box_label(out, std::trunc(cx - bw / 2 + x), std::trunc(cy - bh / 2 + y), std::trunc(cx + bw / 2 + x),
+      draw_box_label(out, std::trunc(cx - bw / 2 + x), std::trunc(cy - bh / 2 + y), std::trunc(cx + bw / 2 + x),
                               std::trunc(cy + bh / 2 + y), text, c, lw);
     }
   }

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "chart.hpp"
-#include "yolotrain/predict/annotate.hpp"
+#include "yolotrain/plots/box_label.hpp"
 
 namespace yolotrain::plots {
 namespace {
@@ -45,7 +45,7 @@ void class_histogram(cv::Mat& m, const std::vector<data::Box>& boxes, const std:
   detail::draw_ticks(m, a, kScale, false, false, !named);
   for (int i = 0; i < nc; ++i) {
     const cv::Point2d lo = a.at(i - 0.4, 0), hi = a.at(i + 0.4, count[static_cast<std::size_t>(i)]);
-    cv::rectangle(m, cv::Point(cvRound(lo.x), cvRound(hi.y)), cv::Point(cvRound(hi.x), cvRound(lo.y)), bgr(predict::class_color(i)),
+    cv::rectangle(m, cv::Point(cvRound(lo.x), cvRound(hi.y)), cv::Point(cvRound(hi.x), cvRound(lo.y)), bgr(class_color(i)),
                   cv::FILLED);
   }
   for (int i = 0; named && i < static_cast<int>(names.size()); ++i) {
@@ -62,7 +62,7 @@ void centred_boxes(cv::Mat& m, const std::vector<data::Box>& boxes) {
   for (std::size_t i = 0; i < boxes.size() && i < 500; ++i) {
     const auto& b = boxes[i];
     const cv::Point p1(cvRound(500 - b.w * 500), cvRound(500 - b.h * 500)), p2(cvRound(500 + b.w * 500), cvRound(500 + b.h * 500));
-    cv::rectangle(square, p1, p2, bgr(predict::class_color(b.cls)), 1);
+    cv::rectangle(square, p1, p2, bgr(class_color(b.cls)), 1);
   }
   const int side = kTile - 100;
   cv::Mat shown;

@@ -26,7 +26,7 @@ struct ImagesPlot {
 /// Ultralytics' plot_images (utils/plotting.py): up to 16 images in a square grid filled column
 /// by column on white, scaled so the mosaic's side is at most max_size, a white border and the
 /// file name on each tile, every label box with its class name (predictions above conf_thres with
-/// "name 0.8"), in the class palette of predict::class_color(). Returns the mosaic (BGR). Text is
+/// "name 0.8"), in the class palette of class_color() (box_label.hpp). Returns the mosaic (BGR). Text is
 /// OpenCV's Hershey font, where Ultralytics draws with PIL and Arial.
 data::Image plot_images(const ImagesPlot& plot);
 

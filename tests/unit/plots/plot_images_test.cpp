@@ -1,7 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/plots/plot_images.hpp"
-#include "yolotrain/predict/annotate.hpp"
+#include "yolotrain/plots/box_label.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +13,7 @@ namespace {
 
 // True when the pixel is within `tol` of class c's colour (B, G, R).
 bool has_class_color(const yolotrain::data::Image& im, int y, int x, std::int64_t c, int tol = 40) {
-  const auto want = yolotrain::predict::class_color(c);
+  const auto want = yolotrain::plots::class_color(c);
   const std::uint8_t* p = im.pixel(y, x);
   for (int k = 0; k < 3; ++k) {
     if (std::abs(int(p[k]) - int(want[k])) > tol) return false;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "yolotrain/plots/plot_labels.hpp"
-#include "yolotrain/predict/annotate.hpp"
+#include "yolotrain/plots/box_label.hpp"
 
 namespace yp = yolotrain::plots;
 using yolotrain::data::Box;
@@ -29,8 +29,8 @@ TEST_CASE("labels.jpg draws the instances per class as bars in the class colours
   const auto im = yp::plot_labels(boxes, {"a", "b", "c"});
   CHECK(im.width == 1600);
   CHECK(im.height == 1600);
-  const std::size_t a = pixels_of(im, 0, 0, 800, yolotrain::predict::class_color(0));  // the histogram's tile
-  const std::size_t b = pixels_of(im, 0, 0, 800, yolotrain::predict::class_color(1));
+  const std::size_t a = pixels_of(im, 0, 0, 800, yolotrain::plots::class_color(0));  // the histogram's tile
+  const std::size_t b = pixels_of(im, 0, 0, 800, yolotrain::plots::class_color(1));
   REQUIRE(b > 1000);
   CHECK(double(a) / double(b) == Approx(3.0).epsilon(0.05));  // bars of equal width, 30 and 10 high
   // The centred boxes (right, top) in their colours; the 2D histograms below have coloured cells.
