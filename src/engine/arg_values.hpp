@@ -2,8 +2,8 @@
 
 // key=value arguments: the values' parsers every mode shares (train's TrainConfig reads booleans
 // and None through them too, so `yes` or `~` mean the same everywhere), and the loop over a table
-// of arguments of the modes beside training (predict, export). Every failure is a ConfigError naming the
-// argument, the value and what is allowed. Private to the library.
+// of arguments of the modes beside training (predict, export). Every failure is a ConfigError
+// naming the argument, the value and what is allowed. Private to the library.
 
 #include <array>
 #include <cstdint>
