@@ -338,6 +338,24 @@ void Trainer::Run::load_data() {
 
 namespace {
 
+// The augmentation settings by name: a positional list would shift silently if a field moved.
+data::AugmentConfig augment_config(const TrainConfig& cfg) {
+  data::AugmentConfig a;
+  a.hsv_h = cfg.hsv_h;
+  a.hsv_s = cfg.hsv_s;
+  a.hsv_v = cfg.hsv_v;
+  a.degrees = cfg.degrees;
+  a.translate = cfg.translate;
+  a.scale = cfg.scale;
+  a.shear = cfg.shear;
+  a.perspective = cfg.perspective;
+  a.flipud = cfg.flipud;
+  a.fliplr = cfg.fliplr;
+  a.mosaic = cfg.mosaic;
+  a.mixup = cfg.mixup;
+  return a;
+}
+
 // Weights a run starts from (model=*.pt|*.ytckpt|*.safetensors, or pretrained=FILE).
 std::optional<io::ModelWeights> read_start_weights(const std::string& path) {
   try {
@@ -402,8 +420,7 @@ void Trainer::Run::build() {
   train_opts.stride = static_cast<int>(model->max_stride());
   train_opts.workers = loader_workers(cfg);
   train_opts.seed = static_cast<std::uint64_t>(cfg.seed);
-  train_opts.hyp = {cfg.hsv_h, cfg.hsv_s, cfg.hsv_v, cfg.degrees, cfg.translate, cfg.scale, cfg.shear,
-                    cfg.perspective, cfg.flipud, cfg.fliplr, cfg.mosaic, cfg.mixup};
+  train_opts.hyp = augment_config(cfg);
   train_opts.epochs = static_cast<int>(cfg.epochs);
   train_opts.close_mosaic = static_cast<int>(cfg.close_mosaic);
   train_opts.cache_ram = cfg.cache == "ram";
