@@ -35,8 +35,8 @@ namespace {
 int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 }  // namespace
 
-int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine) {
-  return cfg.threads > 0 ? static_cast<int>(cfg.threads) : std::max(1, cores() / std::max(1, ranks_on_machine));
+int intra_op_threads(std::int64_t threads, int ranks_on_machine) {
+  return threads > 0 ? static_cast<int>(threads) : std::max(1, cores() / std::max(1, ranks_on_machine));
 }
 
 namespace {

@@ -28,8 +28,9 @@ std::filesystem::path data_yaml(const TrainConfig& cfg);
 void merge_classes(data::Dataset& set);
 
 
-/// Intra-op threads: `threads`, else the cores shared among the ranks on this machine.
-int intra_op_threads(const TrainConfig& cfg, int ranks_on_machine = 1);
+/// Intra-op threads: `threads` when positive, else the cores shared among the ranks on this
+/// machine (libtorch's own default is its count of physical cores: 1 on a 2-vCPU VM here).
+int intra_op_threads(std::int64_t threads, int ranks_on_machine = 1);
 
 /// The device `device` names, as Ultralytics spells it: "" (cuda when usable, else cpu), cpu,
 /// cuda, cuda:N or N. Without an index the GPU is `local_rank`'s (one per process under torchrun).

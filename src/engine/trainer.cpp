@@ -369,7 +369,7 @@ std::optional<io::ModelWeights> read_start_weights(const std::string& path) {
 
 void Trainer::Run::build() {
   device = run_device(cfg.device, ranks.local_rank());
-  torch::set_num_threads(intra_op_threads(cfg, ranks.local_world_size()));
+  torch::set_num_threads(intra_op_threads(cfg.threads, ranks.local_world_size()));
   if (cfg.plots && ranks.leader()) plot_writer = std::make_unique<plots::PlotWriter>();
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   const bool from_weights = io::is_weights_file(cfg.model);

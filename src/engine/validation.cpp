@@ -185,7 +185,7 @@ TrainConfig val_config(const std::vector<std::string>& args) {
 
 ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
   const io::ModelWeights weights = load_val_weights(cfg);
-  torch::set_num_threads(intra_op_threads(cfg));
+  torch::set_num_threads(intra_op_threads(cfg.threads));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);

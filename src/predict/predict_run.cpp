@@ -7,7 +7,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "../engine/run_folder.hpp"
 #include "cpu_forward.hpp"
@@ -76,9 +75,7 @@ struct Totals {
 
 PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlToken& token, std::ostream& out,
                              std::ostream& err) {
-  // Every core unless told otherwise, as training does: libtorch's own default is its count of
-  // physical cores, which came out as 1 on this 2-core VM (half the speed).
-  torch::set_num_threads(cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  torch::set_num_threads(engine::intra_op_threads(cfg.threads));  // every core unless told, as training
   // Bad weights or a source that names nothing: the command line must change (exit 2).
   std::optional<Predictor> loaded;
   SourceFiles files;
