@@ -39,21 +39,16 @@ void set_shape(onnx::ValueInfoProto& value, const std::string& name, const std::
 }
 
 // Every layer in the order of the YAML, each reading the outputs of its `from` layers.
-void emit_layers(OnnxGraph& g, nn::DetectionModelImpl& model, const detail::DetectShapes& shapes) {
+void emit_layers(OnnxGraph& g, nn::DetectionModelImpl& model, const detail::EmitContext& context) {
   std::vector<std::string> out(model.model->size());
   for (size_t i = 0; i < model.model->size(); ++i) {
     std::vector<std::string> in;
     for (std::int64_t j : model.layer_inputs(i)) in.push_back(j < 0 ? "images" : out[static_cast<size_t>(j)]);
     auto scope = g.scope("model." + std::to_string(i));
-    const auto& m = model.model[i];
-    if (auto* conv = m->as<nn::ConvImpl>()) out[i] = detail::emit(g, *conv, in[0]);
-    else if (auto* c2f = m->as<nn::C2fImpl>()) out[i] = detail::emit(g, *c2f, in[0]);
-    else if (auto* sppf = m->as<nn::SPPFImpl>()) out[i] = detail::emit(g, *sppf, in[0]);
-    else if (auto* block = m->as<nn::BottleneckImpl>()) out[i] = detail::emit(g, *block, in[0]);
-    else if (auto* up = m->as<nn::UpsampleImpl>()) out[i] = detail::emit(g, *up, in[0]);
-    else if (auto* cat = m->as<nn::ConcatImpl>()) out[i] = detail::emit(g, *cat, in);
-    else if (auto* head = m->as<nn::DetectImpl>()) out[i] = detail::emit(g, *head, in, shapes, "output0");
-    else throw Error("ONNX export: layer " + std::to_string(i) + " (" + m->name() + ") has no ONNX form");
+    const std::string& kind = model.layer_kind(i).name;
+    const detail::KindEmitter emitter = detail::find_kind_emitter(kind);
+    if (emitter == nullptr) throw Error("ONNX export: layer " + std::to_string(i) + " (" + kind + ") has no ONNX form");
+    out[i] = emitter(g, *model.model[i], in, context);
   }
 }
 
@@ -130,7 +125,9 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
   onnx::GraphProto& graph = *proto.mutable_graph();
   graph.set_name("main_graph");
 
-  detail::DetectShapes shapes;
+  detail::EmitContext context;
+  context.output = "output0";
+  detail::DetectShapes& shapes = context.shapes;
   shapes.dynamic = options.dynamic;
   for (double s : model.strides()) {
     shapes.level_h.push_back(options.imgsz_h / static_cast<std::int64_t>(s));
@@ -142,7 +139,7 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
   set_shape(*graph.add_input(), "images", {options.batch, 3, options.imgsz_h, options.imgsz_w},
             {dyn ? "batch" : "", "", dyn ? "height" : "", dyn ? "width" : ""});
   OnnxGraph g(graph);
-  emit_layers(g, model, shapes);
+  emit_layers(g, model, context);
   set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc(), anchors},
             {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
 

@@ -39,20 +39,24 @@ std::string conv2d(OnnxGraph& g, torch::nn::Conv2dImpl& conv, const std::string&
                  {"strides", s}});
 }
 
-// Detect's branch: Conv, Conv, Conv2d (children 0, 1, 2 of a Sequential).
-std::string branch(OnnxGraph& g, const std::shared_ptr<torch::nn::Module>& seq, const std::string& x) {
-  auto& s = *seq->as<torch::nn::SequentialImpl>();
+// Detect's branch: Conv, Conv, Conv2d (children 0, 1, 2); YOLO11's class branch has lists of two
+// Convs as children 0 and 1.
+std::string branch(OnnxGraph& g, torch::nn::Module& branch_module, const std::string& x) {
   std::string y = x;
-  {
-    auto scope = g.scope("0");
-    y = emit(g, *s.ptr<nn::ConvImpl>(0), y);
+  int i = 0;
+  for (const auto& child : branch_module.children()) {
+    auto scope = g.scope(std::to_string(i++));
+    if (auto* conv = child->as<nn::ConvImpl>()) y = emit(g, *conv, y);
+    else if (auto* last = child->as<torch::nn::Conv2dImpl>()) y = conv2d(g, *last, y);
+    else y = branch(g, *child, y);
   }
-  {
-    auto scope = g.scope("1");
-    y = emit(g, *s.ptr<nn::ConvImpl>(1), y);
-  }
-  auto scope = g.scope("2");
-  return conv2d(g, *s.ptr<torch::nn::Conv2dImpl>(2), y);
+  return y;
+}
+
+// Runs Conv `conv` in the scope `name`.
+std::string scoped(OnnxGraph& g, const char* name, nn::ConvImpl& conv, const std::string& x) {
+  auto scope = g.scope(name);
+  return emit(g, conv, x);
 }
 
 // DFL's expectation over the bins: [B, 4*reg_max, A] -> [B, 4, A]. The bins go last so that one
@@ -129,12 +133,69 @@ std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x) {
     auto m = g.scope("m");
     for (size_t i = 0; i < block.m->size(); ++i) {
       auto scope = g.scope(std::to_string(i));
-      parts.push_back(emit(g, *block.m[i]->as<nn::BottleneckImpl>(), parts.back()));
+      const auto& child = block.m->ptr(i);
+      if (auto* c3k = child->as<nn::C3kImpl>()) parts.push_back(emit(g, *c3k, parts.back()));
+      else parts.push_back(emit(g, *child->as<nn::BottleneckImpl>(), parts.back()));
     }
   }
   const std::string cat = concat(g, parts, 1);
   auto scope = g.scope("cv2");
   return emit(g, *block.cv2, cat);
+}
+
+std::string emit(OnnxGraph& g, nn::C3kImpl& block, const std::string& x) {
+  std::string y = scoped(g, "cv1", *block.cv1, x);
+  {
+    auto m = g.scope("m");
+    for (size_t i = 0; i < block.m->size(); ++i) {
+      auto scope = g.scope(std::to_string(i));
+      y = emit(g, *block.m->ptr<nn::BottleneckImpl>(i), y);
+    }
+  }
+  const std::string cat = concat(g, {y, scoped(g, "cv2", *block.cv2, x)}, 1);
+  return scoped(g, "cv3", *block.cv3, cat);
+}
+
+std::string emit(OnnxGraph& g, nn::AttentionImpl& attention, const std::string& x) {
+  const std::int64_t heads = attention.options.num_heads(), kd = attention.key_dim, hd = attention.head_dim;
+  const std::string shape = g.node("Shape", {x});  // [B, C, H, W]
+  const std::string qkv = reshape(g, scoped(g, "qkv", *attention.qkv, x), {0, heads, 2 * kd + hd, -1});
+  const std::string q = slice(g, qkv, 0, kd, 2), k = slice(g, qkv, kd, 2 * kd, 2);
+  const std::string v = slice(g, qkv, 2 * kd, 2 * kd + hd, 2);
+  const Ints swap_last{0, 1, 3, 2};
+  std::string attn = g.node("MatMul", {g.node("Transpose", {q}, {{"perm", swap_last}}), k});
+  attn = g.node("Mul", {attn, g.constant(std::vector<float>{static_cast<float>(attention.scale)}, {})});
+  attn = g.node("Softmax", {attn}, {{"axis", std::int64_t{-1}}});
+  const std::string out = g.node("MatMul", {v, g.node("Transpose", {attn}, {{"perm", swap_last}})});
+  const std::string pe = scoped(g, "pe", *attention.pe, g.node("Reshape", {v, shape}));
+  return scoped(g, "proj", *attention.proj, g.node("Add", {g.node("Reshape", {out, shape}), pe}));
+}
+
+std::string emit(OnnxGraph& g, nn::PSABlockImpl& block, const std::string& x) {
+  auto residual = [&](const std::string& in, const std::string& y) {
+    return block.options.shortcut() ? g.node("Add", {in, y}) : y;
+  };
+  std::string attn;
+  {
+    auto scope = g.scope("attn");
+    attn = residual(x, emit(g, *block.attn, x));
+  }
+  auto ffn = g.scope("ffn");
+  const std::string hidden = scoped(g, "0", *block.ffn->ptr<nn::ConvImpl>(0), attn);
+  return residual(attn, scoped(g, "1", *block.ffn->ptr<nn::ConvImpl>(1), hidden));
+}
+
+std::string emit(OnnxGraph& g, nn::C2PSAImpl& block, const std::string& x) {
+  const std::string y = scoped(g, "cv1", *block.cv1, x);
+  std::string b = slice(g, y, block.c, 2 * block.c, 1);
+  {
+    auto m = g.scope("m");
+    for (size_t i = 0; i < block.m->size(); ++i) {
+      auto scope = g.scope(std::to_string(i));
+      b = emit(g, *block.m->ptr<nn::PSABlockImpl>(i), b);
+    }
+  }
+  return scoped(g, "cv2", *block.cv2, concat(g, {slice(g, y, 0, block.c, 1), b}, 1));
 }
 
 std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x) {
@@ -179,11 +240,11 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
     std::string box, cls;
     {
       auto a = g.scope("cv2"), b = g.scope(std::to_string(i));
-      box = branch(g, head.cv2[i], xs[i]);
+      box = branch(g, *head.cv2[i], xs[i]);
     }
     {
       auto a = g.scope("cv3"), b = g.scope(std::to_string(i));
-      cls = branch(g, head.cv3[i], xs[i]);
+      cls = branch(g, *head.cv3[i], xs[i]);
     }
     const std::string level = concat(g, {box, cls}, 1);  // [B, no, h, w]
     flat.push_back(reshape(g, level, {0, no, -1}));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "onnx_graph.hpp"
+#include "yolotrain/nn/attention.hpp"
 #include "yolotrain/nn/block.hpp"
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/nn/detect.hpp"
@@ -18,8 +19,16 @@ namespace yolotrain::exporter::detail {
 std::string emit(OnnxGraph& g, nn::ConvImpl& conv, const std::string& x);
 /// cv1, cv2 and the residual Add.
 std::string emit(OnnxGraph& g, nn::BottleneckImpl& block, const std::string& x);
-/// cv1, its two halves as Slices, the bottlenecks, Concat, cv2.
+/// cv1, its two halves as Slices, the blocks (Bottleneck or C3k), Concat, cv2 (C2f and C3k2).
 std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x);
+/// cv1 then the bottlenecks, cv2, Concat, cv3.
+std::string emit(OnnxGraph& g, nn::C3kImpl& block, const std::string& x);
+/// qkv, per-head Reshape and Slices, MatMul / Softmax / MatMul, the depthwise pe, Add, proj.
+std::string emit(OnnxGraph& g, nn::AttentionImpl& attention, const std::string& x);
+/// x + attn(x), then + ffn.
+std::string emit(OnnxGraph& g, nn::PSABlockImpl& block, const std::string& x);
+/// cv1, its halves, the PSABlocks on the second, Concat, cv2.
+std::string emit(OnnxGraph& g, nn::C2PSAImpl& block, const std::string& x);
 /// cv1, three MaxPools, Concat, cv2.
 std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x);
 /// Resize, nearest, as PyTorch's interpolate (asymmetric coordinates, floor).
@@ -33,6 +42,20 @@ struct DetectShapes {
   bool dynamic = false;
   std::vector<std::int64_t> level_h, level_w;  ///< feature map sizes (static export)
 };
+
+/// What every layer kind's emitter gets besides its module and inputs.
+struct EmitContext {
+  DetectShapes shapes;
+  std::string output;  ///< the graph output's name (for the head)
+};
+
+/// The ONNX form of one layer kind (keyed by nn::LayerKind::name): adds the layer's nodes, returns
+/// its output's name.
+using KindEmitter = std::string (*)(OnnxGraph& g, torch::nn::Module& layer, const std::vector<std::string>& inputs,
+                                    const EmitContext& context);
+
+/// The emitter of layer kind `kind` (src/export/onnx_kinds.cpp), or nullptr when it has no ONNX form.
+KindEmitter find_kind_emitter(const std::string& kind);
 
 /// The decoded head: per level the box and class branches, then over all anchors DFL, dist2bbox
 /// (xywh, times the stride) and the class sigmoid, written to `output` as [B, 4 + nc, A].

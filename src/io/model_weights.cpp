@@ -93,7 +93,7 @@ ModelWeights from_ultralytics(const fs::path& path) {
   UltralyticsCheckpoint pt = read_ultralytics_pt(path);
   ModelWeights w;
   w.tensors = std::move(pt.state_dict);
-  w.model_yaml = "yolov8" + pt.scale + ".yaml";
+  w.model_yaml = model_yaml_from_weights(w.tensors, pt.scale, path.string());
   w.names = std::move(pt.names);
   w.format = "pt";
   w.date = pt.date;
@@ -119,27 +119,57 @@ bool is_weights_file(const fs::path& path) {
   return ext == ".ytckpt" || ext == ".safetensors" || ext == ".pt";
 }
 
+namespace {
+
+bool has_tensor(const lc::NamedTensors& tensors, const std::string& name) {
+  return std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
+}
+
+}  // namespace
+
+std::string family_from_weights(const lc::NamedTensors& tensors) {
+  // YOLO11's Detect has the depthwise class branch: cv3.<level>.0 is a Sequential of two Convs.
+  for (const auto& [name, t] : tensors) {
+    if (name.find(".cv3.0.0.0.conv.weight") != std::string::npos) return "yolo11";
+  }
+  return "yolov8";
+}
+
 std::string scale_from_weights(const lc::NamedTensors& tensors, const std::string& source) {
+  const std::string family = family_from_weights(tensors);
   for (const auto& [name, t] : tensors) {
     if (name != "model.0.conv.weight") continue;
-    switch (t.size(0)) {
+    const int64_t c = t.size(0);
+    if (family == "yolo11") {
+      // n 16, s 32, m and l 64 (l repeats its C3k2 blocks twice: model.2.m.1), x 96.
+      if (c == 64) return has_tensor(tensors, "model.2.m.1.cv1.conv.weight") ? "l" : "m";
+      if (c == 16 || c == 32 || c == 96) return c == 16 ? "n" : c == 32 ? "s" : "x";
+      throw Error(source + ": model.0.conv.weight has " + std::to_string(c) +
+                  " channels, which is no YOLO11 scale (16 n, 32 s, 64 m/l, 96 x)");
+    }
+    switch (c) {
       case 16: return "n";
       case 32: return "s";
       case 48: return "m";
       case 64: return "l";
       case 80: return "x";
     }
-    throw Error(source + ": model.0.conv.weight has " + std::to_string(t.size(0)) +
+    throw Error(source + ": model.0.conv.weight has " + std::to_string(c) +
                 " channels, which is no YOLOv8 scale (16 n, 32 s, 48 m, 64 l, 80 x)");
   }
-  throw Error(source + ": no model.0.conv.weight; not YOLOv8 weights");
+  throw Error(source + ": no model.0.conv.weight; not YOLOv8 or YOLO11 weights");
+}
+
+std::string model_yaml_from_weights(const lc::NamedTensors& tensors, const std::string& scale,
+                                    const std::string& source) {
+  return family_from_weights(tensors) + (scale.empty() ? scale_from_weights(tensors, source) : scale) + ".yaml";
 }
 
 std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {
   for (const auto& [name, t] : tensors) {
     if (has_suffix(name, ".cv3.0.2.weight")) return t.size(0);
   }
-  throw Error(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 detection weights?");
+  throw Error(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 or YOLO11 detection weights?");
 }
 
 std::string encode_names(const std::vector<std::string>& names) { return nlohmann::json(names).dump(); }
@@ -167,7 +197,7 @@ ModelWeights read_model_weights(const fs::path& path) {
   else throw Error(path.string() + ": weights end in .pt, .ytckpt or .safetensors, not '" + ext + "'");
   if (w.tensors.empty()) throw Error(path.string() + " holds no weights");
   w.nc = nc_from_weights(w.tensors, path.string());
-  if (w.model_yaml.empty()) w.model_yaml = "yolov8" + scale_from_weights(w.tensors, path.string()) + ".yaml";
+  if (w.model_yaml.empty()) w.model_yaml = model_yaml_from_weights(w.tensors, "", path.string());
   if (static_cast<std::int64_t>(w.names.size()) != w.nc) w.names = numbered(w.nc);
   if (w.date.empty()) w.date = file_date(path);
   return w;

@@ -7,6 +7,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/torch_archive.hpp"
+#include "yolotrain/nn/layer_kind.hpp"
 
 namespace yolotrain::io {
 namespace fs = std::filesystem;
@@ -14,15 +15,20 @@ using Kind = PickleValue::Kind;
 
 namespace {
 
-// The module classes of a YOLOv8 detection model, torch's and Ultralytics' (by class name: 8.0
-// had them in ultralytics.nn.modules directly, 8.1+ in .conv / .block / .head).
+// The module classes of a detection model, torch's and Ultralytics' (by class name: 8.0 had them
+// in ultralytics.nn.modules directly, 8.1+ in .conv / .block / .head); Ultralytics' are those the
+// layer kinds accept (nn::LayerKind::pt_classes).
 bool supported_module(const std::string& cls) {
   static const std::set<std::string> torch_modules = {
       "torch.nn.modules.conv.Conv2d",        "torch.nn.modules.batchnorm.BatchNorm2d",
       "torch.nn.modules.activation.SiLU",    "torch.nn.modules.pooling.MaxPool2d",
       "torch.nn.modules.upsampling.Upsample", "torch.nn.modules.container.Sequential",
       "torch.nn.modules.container.ModuleList", "torch.nn.modules.linear.Identity"};
-  static const std::set<std::string> yolo_modules = {"Conv", "Concat", "C2f", "Bottleneck", "SPPF", "DFL", "Detect"};
+  static const std::set<std::string> yolo_modules = [] {
+    std::set<std::string> names;
+    for (const auto& kind : nn::layer_kinds()) names.insert(kind.pt_classes.begin(), kind.pt_classes.end());
+    return names;
+  }();
   if (torch_modules.count(cls)) return true;
   const auto dot = cls.rfind('.');
   return cls.rfind("ultralytics.nn.modules", 0) == 0 && dot != std::string::npos &&
@@ -70,7 +76,7 @@ class ModelReader {
     }
     if (depth > 0 && !supported_module(cls)) {
       throw Error(name_ + ": layer '" + prefix.substr(0, prefix.size() - 1) + "' is a " + cls +
-                  ", which yolotrain's YOLOv8 does not implement (it has Conv, C2f, SPPF, Upsample, Concat, Detect)");
+                  ", which yolotrain does not implement (its layer kinds: " + nn::layer_kind_names() + ")");
     }
     if (depth > 32) throw Error(name_ + ": modules nested more than 32 deep");
     const PickleValue& state = *module->state;
@@ -156,7 +162,7 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
   if (cls.rfind("ultralytics.", 0) != 0 || cls.size() < wanted.size() ||
       cls.compare(cls.size() - wanted.size(), wanted.size(), wanted) != 0) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
-                "; yolotrain reads YOLOv8 detection models (ultralytics.nn.tasks.DetectionModel) only");
+                "; yolotrain reads detection models (ultralytics.nn.tasks.DetectionModel: YOLOv8, YOLO11) only");
   }
   ModelReader(file).collect(model, "", out.state_dict);
   if (out.state_dict.empty()) throw Error(file + ": the model holds no tensors");

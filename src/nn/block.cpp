@@ -22,9 +22,8 @@ at::Tensor BottleneckImpl::forward(const at::Tensor& x) {
   return add ? x + y : y;
 }
 
-void BottleneckImpl::fuse() {
-  cv1->fuse();
-  cv2->fuse();
+C2fOptions c3k2_options(int64_t c1, int64_t c2, int64_t n, bool c3k, double e, int64_t g, bool shortcut) {
+  return C2fOptions(c1, c2).n(n).e(e).g(g).shortcut(shortcut).blocks(c3k ? C2fBlocks::C3k2WithC3k : C2fBlocks::C3k2);
 }
 
 C2fImpl::C2fImpl(const C2fOptions& options_) : options(options_) { reset(); }
@@ -34,22 +33,45 @@ void C2fImpl::reset() {
   c = static_cast<int64_t>(static_cast<double>(o.c2()) * o.e());
   cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), 2 * c, 1, 1)));
   cv2 = register_module("cv2", Conv(ConvOptions((2 + o.n()) * c, o.c2(), 1, 1)));
-  m = register_module("m", torch::nn::ModuleList());
+  m = register_module("m", torch::nn::Sequential());
   for (int64_t i = 0; i < o.n(); ++i) {
-    m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(1.0)));
+    switch (o.blocks()) {
+      case C2fBlocks::Bottleneck:
+        m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(1.0)));
+        break;
+      case C2fBlocks::C3k2:
+        m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(0.5)));
+        break;
+      case C2fBlocks::C3k2WithC3k:
+        m->push_back(C3k(C3kOptions(c, c).n(2).shortcut(o.shortcut()).g(o.g())));
+        break;
+    }
   }
 }
 
 at::Tensor C2fImpl::forward(const at::Tensor& x) {
   std::vector<at::Tensor> y = cv1->forward(x).chunk(2, 1);
-  for (const auto& block : *m) y.push_back(block->as<BottleneckImpl>()->forward(y.back()));
+  for (auto& block : *m) y.push_back(block.forward(y.back()));
   return cv2->forward(at::cat(y, 1));
 }
 
-void C2fImpl::fuse() {
-  cv1->fuse();
-  cv2->fuse();
-  for (const auto& block : *m) block->as<BottleneckImpl>()->fuse();
+C3kImpl::C3kImpl(const C3kOptions& options_) : options(options_) { reset(); }
+
+void C3kImpl::reset() {
+  const auto& o = options;
+  const auto hidden = static_cast<int64_t>(static_cast<double>(o.c2()) * o.e());
+  cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), hidden, 1, 1)));
+  cv2 = register_module("cv2", Conv(ConvOptions(o.c1(), hidden, 1, 1)));
+  cv3 = register_module("cv3", Conv(ConvOptions(2 * hidden, o.c2(), 1, 1)));
+  m = register_module("m", torch::nn::Sequential());
+  for (int64_t i = 0; i < o.n(); ++i) {
+    m->push_back(Bottleneck(
+        BottleneckOptions(hidden, hidden).shortcut(o.shortcut()).g(o.g()).k1(o.k()).k2(o.k()).e(1.0)));
+  }
+}
+
+at::Tensor C3kImpl::forward(const at::Tensor& x) {
+  return cv3->forward(at::cat({m->forward(cv1->forward(x)), cv2->forward(x)}, 1));
 }
 
 SPPFImpl::SPPFImpl(const SPPFOptions& options_) : options(options_) { reset(); }
@@ -66,11 +88,6 @@ at::Tensor SPPFImpl::forward(const at::Tensor& x) {
   std::vector<at::Tensor> y{cv1->forward(x)};
   for (int i = 0; i < 3; ++i) y.push_back(m->forward(y.back()));
   return cv2->forward(at::cat(y, 1));
-}
-
-void SPPFImpl::fuse() {
-  cv1->fuse();
-  cv2->fuse();
 }
 
 at::Tensor ConcatImpl::forward(const std::vector<at::Tensor>& xs) { return at::cat(xs, dimension); }

@@ -2,6 +2,8 @@
 
 #include <torch/nn/functional/conv.h>
 
+#include <numeric>
+
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::nn {
@@ -44,6 +46,16 @@ void ConvImpl::fuse() {
   unregister_module("bn");
   bn = nullptr;
   fused_ = true;
+}
+
+ConvOptions dwconv_options(int64_t c1, int64_t c2, int64_t k, int64_t s, int64_t d, bool act) {
+  return ConvOptions(c1, c2, k, s).g(std::gcd(c1, c2)).d(d).act(act);
+}
+
+void fuse_convs(torch::nn::Module& module) {
+  for (const auto& m : module.modules(/*include_self=*/true)) {
+    if (auto* conv = m->as<ConvImpl>()) conv->fuse();
+  }
 }
 
 torch::nn::Conv2d fuse_conv_and_bn(const torch::nn::Conv2d& conv, const torch::nn::BatchNorm2d& bn) {

@@ -16,13 +16,28 @@ torch::nn::Sequential branch(int64_t c_in, int64_t hidden, int64_t c_out) {
                                torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, c_out, 1)));
 }
 
-at::Tensor run_branch(const std::shared_ptr<torch::nn::Module>& seq, const at::Tensor& x) {
-  auto& s = *seq->as<torch::nn::SequentialImpl>();
-  at::Tensor y = s.ptr<ConvImpl>(0)->forward(x);
-  y = s.ptr<ConvImpl>(1)->forward(y);
-  auto last = s.ptr<torch::nn::Conv2dImpl>(2);
-  y = last->forward(y);
-  detail::count_macs(*last, y);
+// YOLO11's class branch (Detect with legacy false). Ultralytics nests Sequentials, which
+// libtorch's Sequential cannot hold: ModuleLists give the same names (cv3.0.0.0, ...), and
+// run_branch walks the children in order.
+torch::nn::ModuleList depthwise_branch(int64_t c_in, int64_t hidden, int64_t c_out) {
+  return torch::nn::ModuleList(
+      torch::nn::ModuleList(Conv(dwconv_options(c_in, c_in, 3)), Conv(ConvOptions(c_in, hidden, 1))),
+      torch::nn::ModuleList(Conv(dwconv_options(hidden, hidden, 3)), Conv(ConvOptions(hidden, hidden, 1))),
+      torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, c_out, 1)));
+}
+
+// The branch's modules in order (nested lists flattened); the last Conv2d's MACs counted.
+at::Tensor run_branch(const torch::nn::Module& branch, at::Tensor y) {
+  for (const auto& child : branch.children()) {
+    if (auto* conv = child->as<ConvImpl>()) {
+      y = conv->forward(y);
+    } else if (auto* last = child->as<torch::nn::Conv2dImpl>()) {
+      y = last->forward(y);
+      detail::count_macs(*last, y);
+    } else {
+      y = run_branch(*child, y);
+    }
+  }
   return y;
 }
 
@@ -39,7 +54,10 @@ void DetectImpl::reset() {
   cv2 = register_module("cv2", torch::nn::ModuleList());
   cv3 = register_module("cv3", torch::nn::ModuleList());
   for (int64_t c : o.ch()) cv2->push_back(branch(c, c2, 4 * o.reg_max()));
-  for (int64_t c : o.ch()) cv3->push_back(branch(c, c3, o.nc()));
+  for (int64_t c : o.ch()) {
+    if (o.legacy()) cv3->push_back(branch(c, c3, o.nc()));
+    else cv3->push_back(depthwise_branch(c, c3, o.nc()));
+  }
   dfl = register_module("dfl", DFL(o.reg_max()));
 }
 
@@ -51,7 +69,7 @@ std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) {
   std::vector<at::Tensor> out;
   out.reserve(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) {
-    out.push_back(at::cat({run_branch(cv2[i], xs[i]), run_branch(cv3[i], xs[i])}, 1));
+    out.push_back(at::cat({run_branch(*cv2[i], xs[i]), run_branch(*cv3[i], xs[i])}, 1));
   }
   return out;
 }
@@ -77,17 +95,7 @@ void DetectImpl::bias_init() {
     cv2[i]->as<torch::nn::SequentialImpl>()->ptr<torch::nn::Conv2dImpl>(2)->bias.fill_(1.0);
     const double s = stride[i];
     const double v = std::log(5.0 / static_cast<double>(options.nc()) / std::pow(640.0 / s, 2));
-    cv3[i]->as<torch::nn::SequentialImpl>()->ptr<torch::nn::Conv2dImpl>(2)->bias.fill_(v);
-  }
-}
-
-void DetectImpl::fuse() {
-  for (auto* list : {&cv2, &cv3}) {
-    for (const auto& seq : **list) {
-      auto& s = *seq->as<torch::nn::SequentialImpl>();
-      s.ptr<ConvImpl>(0)->fuse();
-      s.ptr<ConvImpl>(1)->fuse();
-    }
+    cv3[i]->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(v);
   }
 }
 

@@ -46,7 +46,7 @@ std::vector<fs::path> model_search_paths() {
 }
 
 std::string guess_model_scale(const std::string& name) {
-  static const std::regex pattern("yolov\\d+([nslmx])");
+  static const std::regex pattern("yolov?\\d+([nslmx])");  // Ultralytics: yolo[v]?\d+([nslmx])
   std::smatch m;
   const std::string stem = fs::path(name).stem().string();
   return std::regex_search(stem, m, pattern) ? m[1].str() : std::string();

@@ -51,24 +51,28 @@ class ModelBuilder {
       std::vector<int> in;
       for (int64_t j : model.layer_inputs(i)) in.push_back(j < 0 ? x : out.at(static_cast<size_t>(j)));
       const auto m = model.model->ptr(i);
-      if (const auto* d = m->as<nn::DetectImpl>()) return detect(in, *d);
-      out.push_back(layer(in, *m, i));
+      const std::string& kind = model.layer_kind(i).name;
+      if (kind == "Detect") return detect(in, *m->as<nn::DetectImpl>());
+      out.push_back(layer(in, *m, kind));
     }
     throw Unsupported("a model without a Detect layer");
   }
 
  private:
-  int layer(const std::vector<int>& in, const torch::nn::Module& m, size_t i) {
-    if (const auto* c = m.as<nn::ConvImpl>()) return b_.conv(in[0], params_of(*c));
-    if (const auto* c = m.as<nn::C2fImpl>()) return c2f(in[0], *c);
-    if (const auto* c = m.as<nn::SPPFImpl>()) return sppf(in[0], *c);
-    if (const auto* c = m.as<nn::BottleneckImpl>()) return bottleneck(in[0], *c);
-    if (const auto* c = m.as<nn::UpsampleImpl>()) return upsample(in[0], *c);
-    if (const auto* c = m.as<nn::ConcatImpl>()) {
+  // The lowering of each layer kind (nn::LayerKind::name). Not lowered: DWConv (grouped
+  // convolutions), C3k2 and C2PSA (YOLO11; attention) -- such a model runs libtorch's forward.
+  int layer(const std::vector<int>& in, const torch::nn::Module& m, const std::string& kind) {
+    if (kind == "Conv") return b_.conv(in[0], params_of(*m.as<nn::ConvImpl>()));
+    if (kind == "C2f") return c2f(in[0], *m.as<nn::C2fImpl>());
+    if (kind == "SPPF") return sppf(in[0], *m.as<nn::SPPFImpl>());
+    if (kind == "Bottleneck") return bottleneck(in[0], *m.as<nn::BottleneckImpl>());
+    if (kind == "Upsample") return upsample(in[0], *m.as<nn::UpsampleImpl>());
+    if (kind == "Concat") {
+      const auto* c = m.as<nn::ConcatImpl>();
       if (c->dimension != 1) throw Unsupported("a Concat along dimension " + std::to_string(c->dimension));
       return b_.concat(in);
     }
-    throw Unsupported("layer " + std::to_string(i) + " (" + m.name() + ")");
+    throw Unsupported("a " + kind + " layer (not lowered to oneDNN)");
   }
 
   int bottleneck(int x, const nn::BottleneckImpl& m) {
@@ -105,6 +109,7 @@ class ModelBuilder {
   }
 
   void detect(const std::vector<int>& xs, const nn::DetectImpl& d) {
+    if (!d.options.legacy()) throw Unsupported("YOLO11's Detect class branch (depthwise convolutions, not lowered)");
     if (xs.size() != d.cv2->size()) throw Unsupported("a Detect with a different number of inputs");
     for (size_t i = 0; i < xs.size(); ++i) b_.output({branch(xs[i], *d.cv2->ptr(i)), branch(xs[i], *d.cv3->ptr(i))});
   }

@@ -40,10 +40,19 @@ nn::DetectionModel build_model(const ModelWeights& weights, const std::string& s
 /// True for the extensions read_model_weights() takes (.ytckpt, .safetensors, .pt).
 bool is_weights_file(const std::filesystem::path& path);
 
-/// The scale letter of YOLOv8 weights from the stem's output channels (16 n, 32 s, 48 m, 64 l,
-/// 80 x); throws yolotrain::Error naming `source` for weights without `model.0.conv.weight` or
-/// of another width.
+/// "yolo11" when the weights have YOLO11's Detect class branch (`*.cv3.0.0.0.conv.weight`), else
+/// "yolov8".
+std::string family_from_weights(const lifecycle::NamedTensors& tensors);
+
+/// The scale letter of YOLOv8 / YOLO11 weights from the stem's output channels (YOLOv8: 16 n,
+/// 32 s, 48 m, 64 l, 80 x; YOLO11: 16 n, 32 s, 64 m or l (l has model.2.m.1), 96 x); throws
+/// yolotrain::Error naming `source` for weights without `model.0.conv.weight` or of another width.
 std::string scale_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
+
+/// The model YAML name for weights ("yolo11n.yaml"): family_from_weights() + `scale` (from the
+/// weights when empty).
+std::string model_yaml_from_weights(const lifecycle::NamedTensors& tensors, const std::string& scale,
+                                    const std::string& source);
 
 /// nc of YOLOv8 detection weights (the output channels of `*.cv3.0.2.weight`); throws
 /// yolotrain::Error naming `source` when there is no detection head.

@@ -2,6 +2,7 @@
 
 #include <torch/nn/cloneable.h>
 #include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/nn/pimpl.h>
@@ -41,9 +42,6 @@ class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
   void reset() override;
   /// cv2(cv1(x)) (+ x when the block has a residual connection).
   at::Tensor forward(const at::Tensor& x);
-  /// Folds every BatchNorm into its convolution.
-  void fuse();
-
   BottleneckOptions options;
   Conv cv1{nullptr};
   Conv cv2{nullptr};
@@ -52,41 +50,91 @@ class BottleneckImpl : public torch::nn::Cloneable<BottleneckImpl> {
 };
 TORCH_MODULE(Bottleneck);
 
-/// Options of C2f: cv1 1x1 to 2c (c = int(c2 * e)), split in two, n Bottlenecks (3x3, 3x3, e=1)
-/// chained on the last chunk, concat of all (2+n)c channels -> cv2 1x1 to c2.
+/// The blocks chained inside a C2f: C2f's own, or those of Ultralytics' C3k2 (YOLO11).
+enum class C2fBlocks {
+  Bottleneck,     ///< C2f: Bottleneck(c, c, shortcut, g, 3x3, 3x3, e = 1.0)
+  C3k2,           ///< C3k2 with c3k false: Bottleneck(c, c, shortcut, g, 3x3, 3x3, e = 0.5)
+  C3k2WithC3k,    ///< C3k2 with c3k true: C3k(c, c, n = 2, shortcut, g)
+};
+
+/// Options of C2f: cv1 1x1 to 2c (c = int(c2 * e)), split in two, n blocks chained on the last
+/// chunk, concat of all (2+n)c channels -> cv2 1x1 to c2. Ultralytics' C3k2 is this module with
+/// other blocks in the chain (c3k2_options()).
 struct C2fOptions {
   C2fOptions(int64_t c1, int64_t c2) : c1_(c1), c2_(c2) {}
   /// Input channels.
   TORCH_ARG(int64_t, c1);
   /// Output channels.
   TORCH_ARG(int64_t, c2);
-  /// Number of bottlenecks.
+  /// Number of blocks.
   TORCH_ARG(int64_t, n) = 1;
-  /// Residual connections in the bottlenecks (Ultralytics: true in the backbone, false in the head).
+  /// Residual connections in the blocks (Ultralytics' C2f: true in the backbone, false in the head).
   TORCH_ARG(bool, shortcut) = false;
-  /// Groups of the bottlenecks' second convolution.
+  /// Groups of the blocks' convolutions.
   TORCH_ARG(int64_t, g) = 1;
   /// Hidden channels as a fraction of c2.
   TORCH_ARG(double, e) = 0.5;
+  /// The blocks of the chain.
+  TORCH_ARG(C2fBlocks, blocks) = C2fBlocks::Bottleneck;
 };
 
-/// Ultralytics' C2f (children cv1, cv2, m).
+/// Ultralytics' C3k2(c1, c2, n, c3k, e, g, shortcut) of YOLO11, as the C2f options it amounts to
+/// (C3k2 subclasses C2f and replaces only its chain `m`).
+C2fOptions c3k2_options(int64_t c1, int64_t c2, int64_t n = 1, bool c3k = false, double e = 0.5, int64_t g = 1,
+                        bool shortcut = true);
+
+/// Ultralytics' C2f, and its C3k2 (children cv1, cv2, m).
 class C2fImpl : public torch::nn::Cloneable<C2fImpl> {
  public:
   explicit C2fImpl(const C2fOptions& options);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
-  /// Folds every BatchNorm into its convolution.
-  void fuse();
 
   C2fOptions options;
   /// Hidden channels (c in Ultralytics).
   int64_t c = 0;
   Conv cv1{nullptr};
   Conv cv2{nullptr};
-  torch::nn::ModuleList m{nullptr};
+  /// The chained blocks (Bottleneck or C3k), m.0 ... m.(n-1).
+  torch::nn::Sequential m{nullptr};
 };
 TORCH_MODULE(C2f);
+
+/// Options of C3k: Ultralytics' C3 with k x k bottlenecks: cv1 and cv2 1x1 to c_ = int(c2 * e),
+/// n Bottlenecks (k x k, k x k, e = 1.0) on cv1's output, concat with cv2's -> cv3 1x1 to c2.
+struct C3kOptions {
+  C3kOptions(int64_t c1, int64_t c2) : c1_(c1), c2_(c2) {}
+  /// Input channels.
+  TORCH_ARG(int64_t, c1);
+  /// Output channels.
+  TORCH_ARG(int64_t, c2);
+  /// Number of bottlenecks.
+  TORCH_ARG(int64_t, n) = 1;
+  /// Residual connections in the bottlenecks.
+  TORCH_ARG(bool, shortcut) = true;
+  /// Groups of the bottlenecks' second convolution.
+  TORCH_ARG(int64_t, g) = 1;
+  /// Hidden channels as a fraction of c2.
+  TORCH_ARG(double, e) = 0.5;
+  /// Kernel of both bottleneck convolutions.
+  TORCH_ARG(int64_t, k) = 3;
+};
+
+/// Ultralytics' C3k (children cv1, cv2, cv3, m).
+class C3kImpl : public torch::nn::Cloneable<C3kImpl> {
+ public:
+  explicit C3kImpl(const C3kOptions& options);
+  void reset() override;
+  /// cv3(cat(m(cv1(x)), cv2(x))).
+  at::Tensor forward(const at::Tensor& x);
+
+  C3kOptions options;
+  Conv cv1{nullptr};
+  Conv cv2{nullptr};
+  Conv cv3{nullptr};
+  torch::nn::Sequential m{nullptr};
+};
+TORCH_MODULE(C3k);
 
 /// Options of SPPF: cv1 to c1/2, MaxPool2d(k, 1, k/2) three times in a row, concat of 4 -> cv2.
 struct SPPFOptions {
@@ -105,9 +153,6 @@ class SPPFImpl : public torch::nn::Cloneable<SPPFImpl> {
   explicit SPPFImpl(const SPPFOptions& options);
   void reset() override;
   at::Tensor forward(const at::Tensor& x);
-  /// Folds every BatchNorm into its convolution.
-  void fuse();
-
   SPPFOptions options;
   Conv cv1{nullptr};
   Conv cv2{nullptr};

@@ -66,6 +66,14 @@ class ConvImpl : public torch::nn::Cloneable<ConvImpl> {
 };
 TORCH_MODULE(Conv);
 
+/// Ultralytics' DWConv(c1, c2, k, s, d, act): a Conv with groups gcd(c1, c2) (depthwise when
+/// c1 == c2). Same children and state-dict names as Conv.
+ConvOptions dwconv_options(int64_t c1, int64_t c2, int64_t k = 1, int64_t s = 1, int64_t d = 1, bool act = true);
+
+/// Folds the BatchNorm of every Conv inside `module` (itself included) into its convolution
+/// (Ultralytics' BaseModel.fuse() over Conv and DWConv). Idempotent.
+void fuse_convs(torch::nn::Module& module);
+
 /// Returns a Conv2d with bias whose output equals bn(conv(x)) in eval mode (Ultralytics'
 /// fuse_conv_and_bn). The result does not require grad.
 torch::nn::Conv2d fuse_conv_and_bn(const torch::nn::Conv2d& conv, const torch::nn::BatchNorm2d& bn);

@@ -22,10 +22,14 @@ struct DetectOptions {
   TORCH_ARG(std::vector<int64_t>, ch);
   /// DFL bins per box side.
   TORCH_ARG(int64_t, reg_max) = 16;
+  /// YOLOv8's class branch (true) or YOLO11's (false: DWConv 3x3 -> Conv 1x1, twice, then the
+  /// 1x1 Conv2d). Ultralytics' parse_model sets it false when the model has a C3k2.
+  TORCH_ARG(bool, legacy) = true;
 };
 
 /// Ultralytics' Detect head. Children `cv2` (box branch per level: Conv3x3, Conv3x3, Conv2d 1x1 ->
-/// 4*reg_max), `cv3` (class branch: Conv3x3, Conv3x3, Conv2d 1x1 -> nc) and `dfl`.
+/// 4*reg_max), `cv3` (class branch: Conv3x3, Conv3x3, Conv2d 1x1 -> nc; not legacy:
+/// [DWConv3x3, Conv1x1], [DWConv3x3, Conv1x1], Conv2d 1x1 -> nc) and `dfl`.
 class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
  public:
   explicit DetectImpl(const DetectOptions& options);
@@ -41,9 +45,6 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
 
   /// Ultralytics' bias_init(): box biases 1.0, class biases log(5 / nc / (640 / stride)^2).
   void bias_init();
-
-  /// Folds every BatchNorm into its convolution.
-  void fuse();
 
   /// Outputs per anchor: 4*reg_max + nc.
   int64_t no() const { return options.nc() + 4 * options.reg_max(); }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "yolotrain/nn/detect.hpp"
+#include "yolotrain/nn/layer_kind.hpp"
 
 namespace yolotrain::nn {
 
@@ -31,7 +32,7 @@ struct DetectionModelOptions {
   TORCH_ARG(std::vector<std::string>, names) = {};
 };
 
-/// A YOLOv8 detection model built from a model YAML in Ultralytics' schema; the same network as
+/// A YOLO detection model (YOLOv8, YOLO11) built from a model YAML in Ultralytics' schema; the same network as
 /// Ultralytics' DetectionModel, tensor for tensor: the layers are the children `model.0` ...
 /// `model.N`, so state-dict names, order, shapes and dtypes are Ultralytics' (see state_dict()).
 /// Construction runs a probe forward of zeros(1, ch, 256, 256) in train mode to find the strides,
@@ -57,7 +58,7 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   /// True once fuse() ran.
   bool fused() const { return fused_; }
 
-  /// Strides of the detection levels ([8, 16, 32] for YOLOv8).
+  /// Strides of the detection levels ([8, 16, 32] for YOLOv8 and YOLO11).
   const std::vector<double>& strides() const { return strides_; }
   /// What every input size is a multiple of: the largest stride, at least 32 (Ultralytics' grid
   /// size gs = max(int(model.stride.max()), 32), used to round imgsz in train, val, predict and
@@ -73,6 +74,8 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   const std::filesystem::path& yaml_path() const { return yaml_path_; }
   /// The detection head (the last layer).
   Detect head() const;
+  /// The kind of layer `i` (its YAML module name and what the builder knows about it).
+  const LayerKind& layer_kind(size_t i) const;
   /// The layers that layer `i` reads, as the YAML's `from` made absolute (-1 = the input image).
   const std::vector<int64_t>& layer_inputs(size_t i) const;
 
@@ -82,13 +85,11 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   torch::nn::ModuleList model{nullptr};
 
  private:
-  enum class Kind { Conv, C2f, SPPF, Bottleneck, Concat, Upsample, Detect };
   struct Layer {
-    Kind kind;
+    const LayerKind* kind;
     std::vector<int64_t> from;  ///< absolute indices, -1 = the input image
     bool keep = false;          ///< a later layer reads this output
   };
-  at::Tensor run_layer(size_t i, const std::vector<at::Tensor>& inputs);
   void build();
   void probe_and_initialise();
 

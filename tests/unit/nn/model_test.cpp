@@ -28,9 +28,10 @@ struct RefEntry {
   std::string name, shape, dtype;
 };
 
-// yolov8_state_dicts.tsv by model ("yolov8n_nc80" ...); empty when the shared folder is absent.
-std::map<std::string, std::vector<RefEntry>> reference_state_dicts() {
-  const fs::path tsv = fs::path(YOLOTRAIN_SHARED_DIR) / "reference" / "yolov8_state_dicts.tsv";
+// A state-dict TSV of ../shared/reference by model ("yolov8n_nc80" ...); empty when the shared
+// folder is absent.
+std::map<std::string, std::vector<RefEntry>> reference_state_dicts(const std::string& file) {
+  const fs::path tsv = fs::path(YOLOTRAIN_SHARED_DIR) / "reference" / file;
   std::map<std::string, std::vector<RefEntry>> out;
   std::ifstream in(tsv);
   for (std::string line; std::getline(in, line);) {
@@ -94,7 +95,11 @@ TEST_CASE("parameter counts match Ultralytics for every scale", "[nn]") {
   const std::vector<std::tuple<std::string, int64_t, int64_t>> cases = {
       {"yolov8n.yaml", 80, 3157200}, {"yolov8s.yaml", 80, 11166560}, {"yolov8m.yaml", 80, 25902640},
       {"yolov8l.yaml", 80, 43691520}, {"yolov8x.yaml", 80, 68229648}, {"yolov8n.yaml", 3, 3011433},
-      {"yolov8s.yaml", 3, 11136761}};
+      {"yolov8s.yaml", 3, 11136761},
+      // YOLO11 (Ultralytics 8.3.58; ../shared/reference/yolo11-facts.md)
+      {"yolo11n.yaml", 80, 2624080}, {"yolo11s.yaml", 80, 9458752}, {"yolo11m.yaml", 80, 20114688},
+      {"yolo11l.yaml", 80, 25372160}, {"yolo11x.yaml", 80, 56966176}, {"yolo11n.yaml", 3, 2590425},
+      {"yolo11s.yaml", 3, 9428953}, {"yolo11m.yaml", 3, 20055321}};
   for (const auto& [name, nc, params] : cases) {
     INFO(name << " nc=" << nc);
     nn::DetectionModel model(nn::DetectionModelOptions(name).nc(nc));
@@ -104,25 +109,29 @@ TEST_CASE("parameter counts match Ultralytics for every scale", "[nn]") {
   }
 }
 
-TEST_CASE("state dict names order shapes and dtypes match yolov8_state_dicts.tsv", "[nn]") {
-  if (!fs::exists(fs::path(YOLOTRAIN_SHARED_DIR) / "reference" / "yolov8_state_dicts.tsv")) {
-    WARN("skipped: " << YOLOTRAIN_SHARED_DIR << "/reference/yolov8_state_dicts.tsv is absent");
-    return;
-  }
-  const auto ref = reference_state_dicts();
-  REQUIRE(ref.size() == 4);
-  for (const auto& [key, entries] : ref) {
-    INFO(key);
-    const std::string scale = key.substr(6, 1);
-    const int64_t nc = std::stoll(key.substr(key.find("_nc") + 3));
-    nn::DetectionModel model(nn::DetectionModelOptions("yolov8" + scale + ".yaml").nc(nc));
-    const auto sd = nn::state_dict(*model);
-    REQUIRE(sd.size() == entries.size());
-    for (size_t i = 0; i < sd.size(); ++i) {
-      INFO("index " << i);
-      CHECK(sd[i].first == entries[i].name);
-      CHECK(shape_text(sd[i].second) == entries[i].shape);
-      CHECK(dtype_text(sd[i].second) == entries[i].dtype);
+TEST_CASE("state dict names order shapes and dtypes match Ultralytics' (YOLOv8 and YOLO11)", "[nn]") {
+  for (const auto& [file, models] : std::vector<std::pair<std::string, size_t>>{{"yolov8_state_dicts.tsv", 4},
+                                                                               {"yolo11n_state_dict.tsv", 1}}) {
+    if (!fs::exists(fs::path(YOLOTRAIN_SHARED_DIR) / "reference" / file)) {
+      WARN("skipped: " << YOLOTRAIN_SHARED_DIR << "/reference/" << file << " is absent");
+      continue;
+    }
+    const auto ref = reference_state_dicts(file);
+    REQUIRE(ref.size() == models);
+    for (const auto& [key, entries] : ref) {
+      INFO(key);
+      const std::string family = key.substr(0, key.find_first_of("nslmx", 4));  // yolov8 / yolo11
+      const std::string scale = key.substr(family.size(), 1);
+      const int64_t nc = std::stoll(key.substr(key.find("_nc") + 3));
+      nn::DetectionModel model(nn::DetectionModelOptions(family + scale + ".yaml").nc(nc));
+      const auto sd = nn::state_dict(*model);
+      REQUIRE(sd.size() == entries.size());
+      for (size_t i = 0; i < sd.size(); ++i) {
+        INFO("index " << i);
+        CHECK(sd[i].first == entries[i].name);
+        CHECK(shape_text(sd[i].second) == entries[i].shape);
+        CHECK(dtype_text(sd[i].second) == entries[i].dtype);
+      }
     }
   }
 }

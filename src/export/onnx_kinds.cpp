@@ -1,0 +1,39 @@
+// The ONNX form of each layer kind, keyed by nn::LayerKind::name. A new kind adds its row here
+// and its emit() in onnx_modules.cpp (docs/nn.md "Adding a layer kind").
+#include <map>
+
+#include "onnx_modules.hpp"
+
+namespace yolotrain::exporter::detail {
+namespace {
+
+// A kind whose module reads one input and has an emit() overload.
+template <class Impl>
+std::string emit_one(OnnxGraph& g, torch::nn::Module& layer, const std::vector<std::string>& in, const EmitContext&) {
+  return emit(g, *layer.as<Impl>(), in[0]);
+}
+
+std::string emit_concat(OnnxGraph& g, torch::nn::Module& layer, const std::vector<std::string>& in,
+                        const EmitContext&) {
+  return emit(g, *layer.as<nn::ConcatImpl>(), in);
+}
+
+std::string emit_detect(OnnxGraph& g, torch::nn::Module& layer, const std::vector<std::string>& in,
+                        const EmitContext& context) {
+  return emit(g, *layer.as<nn::DetectImpl>(), in, context.shapes, context.output);
+}
+
+}  // namespace
+
+KindEmitter find_kind_emitter(const std::string& kind) {
+  static const std::map<std::string, KindEmitter> emitters = {
+      {"Conv", emit_one<nn::ConvImpl>},         {"DWConv", emit_one<nn::ConvImpl>},
+      {"C2f", emit_one<nn::C2fImpl>},           {"C3k2", emit_one<nn::C2fImpl>},
+      {"Bottleneck", emit_one<nn::BottleneckImpl>}, {"SPPF", emit_one<nn::SPPFImpl>},
+      {"C2PSA", emit_one<nn::C2PSAImpl>},       {"Upsample", emit_one<nn::UpsampleImpl>},
+      {"Concat", emit_concat},                  {"Detect", emit_detect}};
+  const auto it = emitters.find(kind);
+  return it == emitters.end() ? nullptr : it->second;
+}
+
+}  // namespace yolotrain::exporter::detail
