@@ -19,6 +19,7 @@ namespace {
 const fs::path kShared(YOLOTRAIN_SHARED_DIR);
 const fs::path kBest = kShared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
 const fs::path kBccd = kShared / "datasets" / "bccd";
+const fs::path kYolo11Best = kShared / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
 
 bool shared_missing() {
   if (fs::exists(kBest) && fs::exists(kBccd)) return false;
@@ -116,13 +117,15 @@ TEST_CASE("SIGTERM during yolo_train predict stops between images with exit 143"
   CHECK(out.find("image 205/205") == std::string::npos);
 }
 
+namespace {
+
 // Ultralytics' fine-tuning: model=best.pt data=... builds the .pt's architecture with the data's
 // nc and transfers what fits; then the run is an ordinary yolo_train run (stop, pause, resume).
-TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes exactly", "[integration]") {
-  if (shared_missing()) return;
+// `transferred`: the "Transferred N/M items ..." line expected.
+void transfers_and_resumes_exactly(const fs::path& pt, const std::string& transferred) {
   yt::TempDir tmp;
   const auto args = [&](const std::string& name, std::vector<std::string> extra = {}) {
-    std::vector<std::string> a = {YOLO_TRAIN_PATH, "model=" + kBest.string(), "data=" + yt::tiny_shapes_dataset().string(),
+    std::vector<std::string> a = {YOLO_TRAIN_PATH, "model=" + pt.string(), "data=" + yt::tiny_shapes_dataset().string(),
                                   "epochs=2", "imgsz=64", "batch=4", "workers=2", "threads=1",
                                   "project=" + tmp.path().string(), "name=" + name, "save_interval=0",
                                   "status_interval=0.01"};
@@ -133,7 +136,7 @@ TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes 
   INFO(straight.output);
   REQUIRE(straight.code == 0);
   // The shapes set has another nc than bccd's 3: the class convolutions of the head start fresh.
-  CHECK(std::regex_search(straight.output, std::regex(R"(Transferred 3\d\d/355 items from pretrained weights \(Ultralytics 8\.2\.82)")));
+  CHECK(std::regex_search(straight.output, std::regex(transferred)));
 
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(args("run"), tmp / "out1.txt");
@@ -157,16 +160,16 @@ TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes 
   CHECK(weights("run") == weights("straight"));
 }
 
-TEST_CASE("fine-tuning Ultralytics' best.pt on bccd starts where that model is", "[integration]") {
-  if (shared_missing()) return;
+// One epoch on bccd from `pt`: the first validation's mAP50 (results.csv), and the output.
+double first_epoch_map50(const fs::path& pt, const std::string& transferred) {
   yt::TempDir tmp;
-  const yt::Finished f = yt::run_to_end({YOLO_TRAIN_PATH, "model=" + kBest.string(), "data=" + (kBccd / "data.yaml").string(),
+  const yt::Finished f = yt::run_to_end({YOLO_TRAIN_PATH, "model=" + pt.string(), "data=" + (kBccd / "data.yaml").string(),
                                          "epochs=1", "imgsz=320", "batch=16", "workers=2", "threads=2",
                                          "project=" + tmp.path().string(), "name=ft", "verbose=false"},
                                         tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
-  CHECK_THAT(f.output, Catch::Contains("Transferred 355/355 items from pretrained weights"));
+  CHECK_THAT(f.output, Catch::Contains(transferred));
   std::istringstream csv(yt::slurp(tmp / "ft" / "results.csv"));
   std::string header, row;
   std::getline(csv, header);
@@ -175,8 +178,31 @@ TEST_CASE("fine-tuning Ultralytics' best.pt on bccd starts where that model is",
   std::stringstream cells(row);
   for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
   REQUIRE(v.size() >= 8);
+  return v[6];
+}
+
+}  // namespace
+
+TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes exactly", "[integration]") {
+  if (shared_missing()) return;
+  transfers_and_resumes_exactly(kBest, R"(Transferred 3\d\d/355 items from pretrained weights \(Ultralytics 8\.2\.82)");
+}
+
+TEST_CASE("training from Ultralytics' YOLO11n best.pt transfers its weights and resumes exactly", "[integration][yolo11]") {
+  if (shared_missing()) return;
+  transfers_and_resumes_exactly(kYolo11Best, R"(Transferred 4\d\d/499 items from pretrained weights \(Ultralytics 8\.3\.58)");
+}
+
+TEST_CASE("fine-tuning Ultralytics' best.pt on bccd starts where that model is", "[integration]") {
+  if (shared_missing()) return;
   // Ultralytics' own validation of best.pt: mAP50 0.222. From scratch, epoch 1 is ~0.
-  CHECK(v[6] > 0.15);
+  CHECK(first_epoch_map50(kBest, "Transferred 355/355 items from pretrained weights") > 0.15);
+}
+
+TEST_CASE("fine-tuning Ultralytics' YOLO11n best.pt on bccd starts where that model is", "[integration][yolo11]") {
+  if (shared_missing()) return;
+  // Ultralytics' own validation of this best.pt: mAP50 0.143. From scratch, epoch 1 is ~0.
+  CHECK(first_epoch_map50(kYolo11Best, "Transferred 499/499 items from pretrained weights") > 0.08);
 }
 
 TEST_CASE("yolo_train export format=onnx writes W.onnx beside W, rounds imgsz with a warning, names bad weights",

@@ -159,6 +159,28 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   CHECK(yolotrain::data::decode_image(dir / "results.png").pixels == yolotrain::plots::plot_results(csv).pixels);
 }
 
+TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identical weights", "[integration][yolo11]") {
+  yt::TempDir tmp;
+  const std::vector<std::string> yolo11 = {"model=yolo11n.yaml"};
+  const Finished straight = run_to_end(train_args(tmp / "straight", yolo11), tmp / "straight.txt");
+  INFO(straight.output);
+  REQUIRE(straight.code == 0);
+  CHECK_THAT(straight.output, Catch::Contains("yolo11n summary"));
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path(), yolo11), tmp / "out1.txt");
+  REQUIRE(yt::wait_for_step(dir, 3));
+  kill(child.pid, SIGTERM);
+  CHECK(yt::wait_exit(child, 120s) == 143);
+  auto resume = yolo11;
+  resume.push_back("resume=true");
+  const Finished resumed = run_to_end(train_args(tmp.path(), resume), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(exported_weights(dir, tmp / "export.txt") ==
+        exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
+}
+
 TEST_CASE("a stop inside validation is validated again on resume and changes nothing", "[integration]") {
   yt::TempDir tmp;
   auto config_for = [&](const std::string& resume) {

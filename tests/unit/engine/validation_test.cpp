@@ -81,3 +81,29 @@ TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[en
   CHECK(r.metrics.ap50[0] == Approx(0.296).margin(1e-3));
   CHECK(r.metrics.ap50[1] == Approx(0.371).margin(1e-3));
 }
+
+// PROVENANCE.md beside the weights: Ultralytics 8.3.58's own model.val(data=bccd, imgsz=320,
+// batch=16) of its YOLO11n best.pt (rectangular batches, conf 0.001, iou 0.7).
+TEST_CASE("val of Ultralytics' own YOLO11n best.pt gives Ultralytics' own figures", "[engine][yolo11]") {
+  namespace fs = std::filesystem;
+  const fs::path shared(YOLOTRAIN_SHARED_DIR);
+  const fs::path best = shared / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
+  const fs::path data = shared / "datasets" / "bccd" / "data.yaml";
+  if (!fs::exists(best) || !fs::exists(data)) {
+    WARN("skipped: " << best.string() << " or " << data.string() << " is absent");
+    return;
+  }
+  yolotrain::test::TempDir tmp;
+  const en::TrainConfig cfg = en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16",
+                                              "device=cpu", "workers=2", "plots=false", "project=" + tmp.path().string()});
+  const en::ValidationReport r = en::validate(cfg);
+  CHECK(r.images == 87);
+  CHECK(r.metrics.mp == Approx(0.020331365977790117).margin(1e-3));
+  CHECK(r.metrics.mr == Approx(0.6087833367011771).margin(1e-3));
+  CHECK(r.metrics.map50 == Approx(0.14317890033098626).margin(1e-3));
+  CHECK(r.metrics.map == Approx(0.05564960474403957).margin(1e-3));
+  REQUIRE(r.metrics.ap50.size() == 3);
+  CHECK(r.metrics.ap50[0] == Approx(0.251).margin(1e-3));
+  CHECK(r.metrics.ap50[1] == Approx(0.178).margin(1e-3));
+  CHECK(r.metrics.ap50[2] == Approx(0.0).margin(1e-3));
+}

@@ -22,10 +22,12 @@ namespace fs = std::filesystem;
 inline const fs::path kShared(YOLOTRAIN_SHARED_DIR);
 inline const fs::path kBest = kShared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
 
-// A yolov8n with nc classes and seeded random weights, fused for inference.
-inline yolotrain::nn::DetectionModel random_model(std::int64_t nc) {
+inline const fs::path kYolo11Best = kShared / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
+
+// A model (yolov8n unless named) with nc classes and seeded random weights, fused for inference.
+inline yolotrain::nn::DetectionModel random_model(std::int64_t nc, const std::string& yaml = "yolov8n.yaml") {
   at::manual_seed(0);
-  yolotrain::nn::DetectionModel m(yolotrain::nn::DetectionModelOptions("yolov8n.yaml").nc(nc));
+  yolotrain::nn::DetectionModel m(yolotrain::nn::DetectionModelOptions(yaml).nc(nc));
   m->eval();
   m->fuse();
   return m;

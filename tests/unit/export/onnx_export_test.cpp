@@ -94,6 +94,46 @@ TEST_CASE("ONNX Runtime runs the exported graph as libtorch runs the model: raw 
   CHECK(compared_boxes > 50);  // the trained model finds cells: the comparison is not of empty lists
 }
 
+TEST_CASE("ONNX Runtime runs an exported YOLO11n as libtorch runs it (attention included)", "[export][yolo11]") {
+  if (auto why = yolotrain::testing::onnxruntime_missing()) {
+    WARN("skipped: " << *why);
+    return;
+  }
+  if (!fs::exists(kYolo11Best)) {
+    WARN("skipped: " << kYolo11Best.string() << " is absent");
+    return;
+  }
+  TempDir tmp;
+  auto random11 = random_model(80, "yolo11n.yaml");
+  auto bccd11 = model_of(kYolo11Best);
+  const auto images = images_of("bccd", 2);
+  for (const std::string name : {"yolo11n nc80", "bccd_yolo11n"}) {
+    auto& model = name == "bccd_yolo11n" ? bccd11 : random11;
+    for (const auto& [imgsz, opset, dynamic] : std::vector<std::tuple<std::int64_t, int, bool>>{
+             {640, 17, false}, {320, 12, false}, {320, 17, true}}) {
+      const Case c{name, imgsz, opset, dynamic};
+      INFO(describe(c));
+      OnnxExportOptions o;
+      o.imgsz_h = o.imgsz_w = imgsz;
+      o.opset = opset;
+      o.dynamic = dynamic;
+      const fs::path path = tmp.path() / "yolo11.onnx";
+      std::ofstream(path, std::ios::binary) << yolotrain::exporter::onnx_model(*model, o, {"test", "", model->names()});
+      const at::Tensor x = dynamic ? input_of(images, imgsz - 64, imgsz + 96) : input_of({images[0]}, imgsz, imgsz);
+      at::Tensor expected;
+      {
+        c10::InferenceMode guard;
+        expected = model->predict(x);
+      }
+      const Agreement agree = compare(expected, yolotrain::testing::run_onnxruntime(path, x, tmp.path()).output);
+      UNSCOPED_INFO(describe(c) << ": max abs diff " << agree.diff << " of range " << agree.range << ", "
+                                << agree.boxes << " detections");
+      CHECK(agree.diff <= 1e-4 * agree.range);
+      CHECK(agree.same_detections);
+    }
+  }
+}
+
 TEST_CASE("ONNX export: Ultralytics' contract, metadata and the same bytes for the same weights", "[export]") {
   auto model = random_model(3);
   OnnxExportOptions o;

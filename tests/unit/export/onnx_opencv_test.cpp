@@ -66,3 +66,25 @@ TEST_CASE("OpenCV's dnn module (4.6) loads the static export and agrees with lib
   }
   CHECK(compared > 20);
 }
+
+// YOLO11's attention (MatMul over [B, heads, N, d] with Reshape through the input's Shape): what
+// OpenCV 4.6's dnn does with it is recorded here (docs/export.md).
+TEST_CASE("OpenCV's dnn module (4.6) and a static YOLO11n export", "[export][yolo11]") {
+  TempDir tmp;
+  auto model = random_model(80, "yolo11n.yaml");
+  const auto images = images_of("coco8", 1);
+  yolotrain::exporter::OnnxExportOptions o;
+  o.imgsz_h = o.imgsz_w = 320;
+  const fs::path path = tmp.path() / "m.onnx";
+  std::ofstream(path, std::ios::binary) << yolotrain::exporter::onnx_model(*model, o, {"t", "", model->names()});
+  const at::Tensor x = input_of(images, 320, 320);
+  at::Tensor expected;
+  {
+    c10::InferenceMode guard;
+    expected = model->predict(x);
+  }
+  const Agreement a = compare(expected, run_opencv(path, x));
+  UNSCOPED_INFO("YOLO11n 320: max abs diff " << a.diff << " of range " << a.range);
+  CHECK(a.diff <= 1e-4 * a.range);
+  CHECK(a.same_detections);
+}
