@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/nn/attention.hpp"
 
 namespace yolotrain::predict::detail {
 namespace {
@@ -20,7 +21,6 @@ namespace {
 ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   const auto& o = conv.options;
   const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
-  if (o.groups() != 1) throw Unsupported("a grouped convolution (groups " + std::to_string(o.groups()) + ")");
   if ((*o.dilation())[0] != 1 || (*o.dilation())[1] != 1) throw Unsupported("a dilated convolution");
   if (!pad || (**pad)[0] != (**pad)[1] || (*o.kernel_size())[0] != (*o.kernel_size())[1] ||
       (*o.stride())[0] != (*o.stride())[1]) {
@@ -31,7 +31,7 @@ ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   if (conv.weight.scalar_type() != at::kFloat || !conv.weight.device().is_cpu()) {
     throw Unsupported("weights that are not float32 on the CPU");
   }
-  return {conv.weight, conv.bias, (*o.stride())[0], (**pad)[0], silu};
+  return {conv.weight, conv.bias, (*o.stride())[0], (**pad)[0], silu, o.groups()};
 }
 
 ConvParams params_of(const nn::ConvImpl& conv) {
@@ -59,11 +59,12 @@ class ModelBuilder {
   }
 
  private:
-  // The lowering of each layer kind (nn::LayerKind::name). Not lowered: DWConv (grouped
-  // convolutions), C3k2 and C2PSA (YOLO11; attention) -- such a model runs libtorch's forward.
+  // The lowering of each layer kind (nn::LayerKind::name). C2PSA (YOLO11's attention) runs as a
+  // libtorch step inside the plan (docs/predict.md says why).
   int layer(const std::vector<int>& in, const torch::nn::Module& m, const std::string& kind) {
-    if (kind == "Conv") return b_.conv(in[0], params_of(*m.as<nn::ConvImpl>()));
-    if (kind == "C2f") return c2f(in[0], *m.as<nn::C2fImpl>());
+    if (kind == "Conv" || kind == "DWConv") return b_.conv(in[0], params_of(*m.as<nn::ConvImpl>()));
+    if (kind == "C2f" || kind == "C3k2") return c2f(in[0], *m.as<nn::C2fImpl>());
+    if (kind == "C2PSA") return c2psa(in[0], m);
     if (kind == "SPPF") return sppf(in[0], *m.as<nn::SPPFImpl>());
     if (kind == "Bottleneck") return bottleneck(in[0], *m.as<nn::BottleneckImpl>());
     if (kind == "Upsample") return upsample(in[0], *m.as<nn::UpsampleImpl>());
@@ -90,8 +91,29 @@ class ModelBuilder {
     second.weight = cv1.weight.slice(0, c, 2 * c);
     second.bias = cv1.bias.slice(0, c, 2 * c);
     std::vector<int> parts{b_.conv(x, first), b_.conv(x, second)};
-    for (const auto& block : m.m->children()) parts.push_back(bottleneck(parts.back(), *block->as<nn::BottleneckImpl>()));
+    for (const auto& block : m.m->children()) {
+      if (const auto* c3k_block = block->as<nn::C3kImpl>()) parts.push_back(c3k(parts.back(), *c3k_block));
+      else parts.push_back(bottleneck(parts.back(), *block->as<nn::BottleneckImpl>()));
+    }
     return b_.conv(b_.concat(parts), params_of(*m.cv2));
+  }
+
+  int c3k(int x, const nn::C3kImpl& m) {
+    int y = b_.conv(x, params_of(*m.cv1));
+    for (const auto& block : m.m->children()) y = bottleneck(y, *block->as<nn::BottleneckImpl>());
+    return b_.conv(b_.concat({y, b_.conv(x, params_of(*m.cv2))}), params_of(*m.cv3));
+  }
+
+  // The attention's matrix products over H*W positions, reshaped per head, are libtorch's: the
+  // block is one step of the plan that reads and writes the plan's buffers.
+  int c2psa(int x, const torch::nn::Module& m) {
+    auto module = std::dynamic_pointer_cast<nn::C2PSAImpl>(const_cast<torch::nn::Module&>(m).shared_from_this());
+    for (const auto& conv : module->modules()) {
+      if (const auto* c = conv->as<nn::ConvImpl>(); c != nullptr && !c->fused()) {
+        throw Unsupported("a Conv whose BatchNorm is not folded (fuse the model)");
+      }
+    }
+    return b_.host(x, module->options.c2(), [module](const at::Tensor& t) { return module->forward(t); });
   }
 
   int sppf(int x, const nn::SPPFImpl& m) {
@@ -109,16 +131,18 @@ class ModelBuilder {
   }
 
   void detect(const std::vector<int>& xs, const nn::DetectImpl& d) {
-    if (!d.options.legacy()) throw Unsupported("YOLO11's Detect class branch (depthwise convolutions, not lowered)");
     if (xs.size() != d.cv2->size()) throw Unsupported("a Detect with a different number of inputs");
     for (size_t i = 0; i < xs.size(); ++i) b_.output({branch(xs[i], *d.cv2->ptr(i)), branch(xs[i], *d.cv3->ptr(i))});
   }
 
-  int branch(int x, const torch::nn::Module& seq) {
-    const auto& s = *seq.as<torch::nn::SequentialImpl>();
-    int y = b_.conv(x, params_of(*s.ptr<nn::ConvImpl>(0)));
-    y = b_.conv(y, params_of(*s.ptr<nn::ConvImpl>(1)));
-    return b_.conv(y, params_of(*s.ptr<torch::nn::Conv2dImpl>(2), false));
+  // Detect's branch: its Convs and the last Conv2d in order (YOLO11's class branch nests lists).
+  int branch(int x, const torch::nn::Module& branch_module) {
+    for (const auto& child : branch_module.children()) {
+      if (const auto* conv = child->as<nn::ConvImpl>()) x = b_.conv(x, params_of(*conv));
+      else if (const auto* last = child->as<torch::nn::Conv2dImpl>()) x = b_.conv(x, params_of(*last, false));
+      else x = branch(x, *child);
+    }
+    return x;
   }
 
   PlanBuilder& b_;

@@ -1,6 +1,6 @@
 #include "onednn_plan.hpp"
 
-#include <ATen/ops/from_blob.h>
+#include <ATen/ATen.h>
 
 #include <algorithm>
 #include <string>
@@ -21,6 +21,36 @@ void refuse_reference_kernel(const dn::primitive_desc_base& pd, const std::strin
   }
 }
 
+// A value's memory seen as an NCHW tensor of its own data type: a view for nchw and nhwc; for the
+// blocked layouts ([N, C/b, H, W, b], channels padded to the block) a view with the padding.
+at::Tensor nchw_view(const dn::memory& m, ftag layout, dn::memory::data_type type) {
+  const dims d = m.get_desc().dims();
+  const auto scalar = type == f32 ? at::kFloat : at::kBFloat16;
+  void* data = m.get_data_handle();
+  if (layout == ftag::nchw) return at::from_blob(data, {d[0], d[1], d[2], d[3]}, scalar);
+  if (layout == ftag::nhwc) return at::from_blob(data, {d[0], d[2], d[3], d[1]}, scalar).permute({0, 3, 1, 2});
+  const int64_t b = layout == ftag::nChw16c ? 16 : layout == ftag::nChw8c ? 8 : 4;
+  const int64_t blocks = (d[1] + b - 1) / b;
+  return at::from_blob(data, {d[0], blocks, d[2], d[3], b}, scalar).permute({0, 1, 4, 2, 3});  // [N, C/b, b, H, W]
+}
+
+at::Tensor to_nchw(const dn::memory& m, ftag layout, dn::memory::data_type type) {
+  at::Tensor v = nchw_view(m, layout, type);
+  if (v.dim() == 5) v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, m.get_desc().dims()[1]);
+  return v.to(at::kFloat);
+}
+
+void from_nchw(const at::Tensor& t, const dn::memory& m, ftag layout, dn::memory::data_type type) {
+  at::Tensor v = nchw_view(m, layout, type);
+  if (v.dim() == 4) {
+    v.copy_(t);
+    return;
+  }
+  at::Tensor padded = at::zeros({t.size(0), v.size(1) * v.size(2), t.size(2), t.size(3)}, t.options());
+  padded.slice(1, 0, t.size(1)).copy_(t);  // blocked layouts keep their padding channels zero
+  v.copy_(padded.view(v.sizes()));
+}
+
 }  // namespace
 
 void Plan::bind(void* arena) {
@@ -31,7 +61,14 @@ void Plan::bind(void* arena) {
 
 std::vector<at::Tensor> Plan::run(dn::stream& stream, void* image) {
   input.set_data_handle(image);
-  for (auto& step : steps) step.primitive.execute(stream, step.args);
+  for (auto& step : steps) {
+    if (step.host) {
+      stream.wait();
+      step.host(step.args);
+    } else {
+      step.primitive.execute(stream, step.args);
+    }
+  }
   stream.wait();
   std::vector<at::Tensor> levels;
   for (const auto& o : outputs) levels.push_back(at::from_blob(static_cast<std::uint8_t*>(bound) + o.offset, o.sizes, at::kFloat));
@@ -45,8 +82,10 @@ dn::memory PackedWeights::get(const at::Tensor& t, const dn::memory::desc& md, c
     if (m.get_desc() == md) return m;
   }
   const at::Tensor c = t.contiguous();
-  const dn::memory::desc plain = c.dim() == 4 ? dn::memory::desc({c.size(0), c.size(1), c.size(2), c.size(3)}, f32, ftag::oihw)
-                                              : dn::memory::desc({c.numel()}, f32, ftag::x);
+  const dims d = md.dims();  // grouped weights: goihw, the same bytes as the tensor's oihw
+  const dn::memory::desc plain = c.dim() != 4 ? dn::memory::desc({c.numel()}, f32, ftag::x)
+                                 : d.size() == 5 ? dn::memory::desc(d, f32, ftag::goihw)
+                                                 : dn::memory::desc({c.size(0), c.size(1), c.size(2), c.size(3)}, f32, ftag::oihw);
   dn::memory user(plain, engine, c.data_ptr());
   dn::memory packed(md, engine);
   dn::reorder(user, packed).execute(stream, user, packed);
@@ -67,8 +106,9 @@ int PlanBuilder::input(const dims& nchw) {
 
 int PlanBuilder::conv(int src, const ConvParams& p, int residual) {
   const dims in = shape(src);
-  const int64_t oc = p.weight.size(0), k = p.weight.size(2);
-  if (p.weight.size(1) != in[1]) throw Unsupported("a convolution whose input channels do not match its weights");
+  const int64_t oc = p.weight.size(0), k = p.weight.size(2), g = p.groups;
+  if (p.weight.size(1) * g != in[1]) throw Unsupported("a convolution whose input channels do not match its weights");
+  const dims weights = g == 1 ? dims{oc, in[1], k, k} : dims{g, oc / g, in[1] / g, k, k};
   const dims out{in[0], oc, (in[2] + 2 * p.pad - k) / p.stride + 1, (in[3] + 2 * p.pad - k) / p.stride + 1};
   dn::post_ops ops;
   if (p.silu) ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f);
@@ -76,7 +116,7 @@ int PlanBuilder::conv(int src, const ConvParams& p, int residual) {
   dn::primitive_attr attr;
   attr.set_post_ops(ops);
   const dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, desc(src),
-                                        {{oc, in[1], k, k}, type_, ftag::any}, {{oc}, f32, ftag::x}, {out, type_, layout_},
+                                        {weights, type_, ftag::any}, {{oc}, f32, ftag::x}, {out, type_, layout_},
                                         {p.stride, p.stride}, {p.pad, p.pad}, {p.pad, p.pad});
   const dn::convolution_forward::primitive_desc pd(d, attr, engine_);
   refuse_reference_kernel(pd, "a " + std::to_string(k) + "x" + std::to_string(k) + " convolution");
@@ -137,6 +177,17 @@ int PlanBuilder::upsample_nearest(int src, int64_t factor) {
   const dn::resampling_forward::primitive_desc pd(d, engine_);
   refuse_reference_kernel(pd, "an upsample");
   return append({dn::resampling_forward(pd), {{DNNL_ARG_SRC, read(src)}}}, pd.dst_desc());
+}
+
+int PlanBuilder::host(int src, int64_t out_channels, std::function<at::Tensor(const at::Tensor&)> fn) {
+  dims out = shape(src);
+  out[1] = out_channels;
+  Step step;
+  step.args[DNNL_ARG_SRC] = read(src);
+  step.host = [fn = std::move(fn), layout = layout_, type = type_](const std::unordered_map<int, dn::memory>& args) {
+    from_nchw(fn(to_nchw(args.at(DNNL_ARG_SRC), layout, type)), args.at(DNNL_ARG_DST), layout, type);
+  };
+  return append(std::move(step), {out, type_, layout_});
 }
 
 void PlanBuilder::output(const std::vector<int>& srcs) {

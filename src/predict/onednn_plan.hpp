@@ -5,6 +5,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -28,6 +29,8 @@ struct Unsupported : std::runtime_error {
 struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, dnnl::memory> args;
+  /// Set for a step libtorch runs (PlanBuilder::host): called with `args` instead of the primitive.
+  std::function<void(const std::unordered_map<int, dnnl::memory>&)> host;
 };
 
 struct Plan {
@@ -56,6 +59,7 @@ struct ConvParams {
   at::Tensor weight, bias;
   int64_t stride = 1, pad = 0;
   bool silu = false;
+  int64_t groups = 1;  ///< weight is [O, I / groups, k, k]
 };
 
 /// Weights and biases reordered into the layout a primitive chose, once for all plans. The
@@ -89,6 +93,9 @@ class PlanBuilder {
   int concat(const std::vector<int>& srcs);
   int max_pool(int src, int64_t k, int64_t stride, int64_t pad);
   int upsample_nearest(int src, int64_t factor);
+  /// A layer oneDNN has no primitives for, run by libtorch inside the plan: `fn` gets the value as
+  /// a float32 NCHW tensor and returns the result, of `out_channels` channels and the same size.
+  int host(int src, int64_t out_channels, std::function<at::Tensor(const at::Tensor&)> fn);
   /// The values side by side along channels in one float32 NCHW buffer (a Detect level, Plan::outputs).
   void output(const std::vector<int>& srcs);
   /// Lays the arena out (Plan::bindings, arena_bytes).

@@ -23,6 +23,7 @@ using yolotrain::predict::detail::OnednnNet;
 namespace {
 
 const fs::path kBccdBest = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+const fs::path kBccdYolo11Best = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
 
 // Largest difference of boxes (pixels) and of class scores between the two forwards.
 std::pair<double, double> differences(nn::DetectionModel& model, OnednnNet& net, const at::Tensor& x) {
@@ -49,12 +50,12 @@ nn::DetectionModel fused(nn::DetectionModel model) {
 }
 
 // Ultralytics' best.pt, fused; nothing (after saying so) when ../shared is absent.
-std::optional<nn::DetectionModel> fused_best_pt() {
-  if (!fs::exists(kBccdBest)) {
-    WARN("skipped: " << kBccdBest.string() << " is absent");
+std::optional<nn::DetectionModel> fused_best_pt(const fs::path& pt = kBccdBest) {
+  if (!fs::exists(pt)) {
+    WARN("skipped: " << pt.string() << " is absent");
     return std::nullopt;
   }
-  return fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(kBccdBest), kBccdBest.string()));
+  return fused(yolotrain::io::build_model(yolotrain::io::read_model_weights(pt), pt.string()));
 }
 
 // A fresh model's signal fades layer by layer (its predictions barely depend on the input, so
@@ -75,11 +76,13 @@ nn::DetectionModel lively(nn::DetectionModel model) {
 TEST_CASE("The oneDNN forward predicts what the model's forward predicts", "[predict][onednn]") {
   if (without_avx2()) return;
   at::manual_seed(0);
-  for (const std::string scale : {"n", "s"}) {
-    nn::DetectionModel model = lively(fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8" + scale + ".yaml").nc(5))));
+  // yolo11n: C3k2 with Bottlenecks and with C3k, C2PSA as a libtorch step, the depthwise head;
+  // yolo11m: every C3k2 with C3k blocks.
+  for (const std::string name : {"yolov8n", "yolov8s", "yolo11n", "yolo11m"}) {
+    nn::DetectionModel model = lively(fused(nn::DetectionModel(nn::DetectionModelOptions(name + ".yaml").nc(5))));
     std::string why;
     const auto net = OnednnNet::compile(model, why);
-    INFO("yolov8" << scale << ": " << why);
+    INFO(name << ": " << why);
     REQUIRE(net);
     for (const auto& shape : {std::vector<int64_t>{1, 3, 96, 160}, {2, 3, 64, 64}}) {
       const auto [boxes, scores] = differences(model, *net, at::rand(shape));
@@ -96,13 +99,15 @@ TEST_CASE("The oneDNN forward gives the same predictions in every activation lay
   // nChw8c and nChw16c put Concat parts in place (16c also pads the 5-class head output);
   // nhwc concatenates with oneDNN's concat primitive. Whatever this CPU prefers, each is run
   // where oneDNN has optimised kernels for it (nChw16c needs AVX-512; elsewhere it is refused).
+  // YOLO11's C2PSA runs through libtorch: its input and output cross each layout both ways.
   at::manual_seed(2);
-  nn::DetectionModel model = lively(fused(nn::DetectionModel(nn::DetectionModelOptions("yolov8n.yaml").nc(5))));
+  for (const std::string name : {"yolov8n", "yolo11n"}) {
+  nn::DetectionModel model = lively(fused(nn::DetectionModel(nn::DetectionModelOptions(name + ".yaml").nc(5))));
   const at::Tensor x = at::rand({1, 3, 64, 96});
   for (const auto layout : {OnednnNet::Layout::Blocked8, OnednnNet::Layout::Blocked16, OnednnNet::Layout::Nhwc}) {
     std::string why;
     const auto net = OnednnNet::compile(model, why, layout);
-    INFO("layout " << static_cast<int>(layout) << ": " << why);
+    INFO(name << " layout " << static_cast<int>(layout) << ": " << why);
     if (!net && layout == OnednnNet::Layout::Blocked16 && why.find("reference kernel") != std::string::npos) {
       WARN("nChw16c not run: " << why);
       continue;
@@ -114,21 +119,25 @@ TEST_CASE("The oneDNN forward gives the same predictions in every activation lay
     CHECK(scores < 1e-5);
     CHECK(net->activation_bytes() > 0);
   }
+  }
 }
 
-TEST_CASE("The oneDNN forward runs Ultralytics' best.pt as libtorch does", "[predict][onednn]") {
+TEST_CASE("The oneDNN forward runs Ultralytics' best.pt files (YOLOv8n, YOLO11n) as libtorch does", "[predict][onednn]") {
   if (without_avx2()) return;
-  const auto best = fused_best_pt();
-  if (!best) return;
-  nn::DetectionModel model = *best;
-  std::string why;
-  const auto net = OnednnNet::compile(model, why);
-  REQUIRE(net);
-  at::manual_seed(1);
-  const auto [boxes, scores] = differences(model, *net, at::rand({1, 3, 256, 320}));
-  INFO("boxes " << boxes << " px, scores " << scores);
-  CHECK(boxes < 1e-3);
-  CHECK(scores < 1e-5);
+  for (const fs::path& pt : {kBccdBest, kBccdYolo11Best}) {
+    const auto best = fused_best_pt(pt);
+    if (!best) continue;
+    nn::DetectionModel model = *best;
+    std::string why;
+    const auto net = OnednnNet::compile(model, why);
+    INFO(pt.string() << ": " << why);
+    REQUIRE(net);
+    at::manual_seed(1);
+    const auto [boxes, scores] = differences(model, *net, at::rand({1, 3, 256, 320}));
+    INFO("boxes " << boxes << " px, scores " << scores);
+    CHECK(boxes < 1e-3);
+    CHECK(scores < 1e-5);
+  }
 }
 
 TEST_CASE("The oneDNN forward refuses a model it cannot run and says why", "[predict][onednn]") {
