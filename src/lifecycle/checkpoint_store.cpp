@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <utility>
 #include <unistd.h>
 
 #include "yolotrain/error.hpp"
@@ -276,13 +277,15 @@ fs::path CheckpointStore::save_pinned(const Checkpoint& checkpoint, const std::s
 }
 
 void CheckpointStore::save_async(Checkpoint snapshot) {
+  std::exception_ptr earlier;  // taken with the queueing: this write's own failure surfaces later
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    earlier = std::exchange(pending_error_, nullptr);
     queued_ = std::move(snapshot);  // replaces a queued one that has not started: coalescing
     if (!writer_.joinable()) writer_ = std::thread([this] { writer_loop(); });
   }
   cv_.notify_all();
-  rethrow_pending_error();  // an earlier failed write surfaces here; this one is still queued
+  if (earlier) std::rethrow_exception(earlier);  // an earlier failed write; this one is still queued
 }
 
 void CheckpointStore::writer_loop() {

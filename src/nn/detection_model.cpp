@@ -36,15 +36,15 @@ void DetectionModelImpl::build() {
   std::vector<int64_t> ch;  // output channels of each layer
   for (const detail::LayerDef& row : def.layers) {
     const std::string ctx = detail::row_context(def, row);
-    if (!layers_.empty() && layers_.back().kind->head) throw Error(ctx + "Detect must be the last layer");
+    if (!layers_.empty() && layers_.back().kind->rules.head) throw Error(ctx + "Detect must be the last layer");
     const LayerKind* kind = find_layer_kind(row.module);
     if (kind == nullptr) {
       throw Error(ctx + "unknown module '" + row.module + "'; yolotrain knows " + layer_kind_names());
     }
-    if (!kind->multi_input && (row.from.size() != 1 || row.from_list)) {
+    if (!kind->rules.multi_input && (row.from.size() != 1 || row.from_list)) {
       throw Error(ctx + "takes one input, so 'from' must be an integer");
     }
-    if (row.repeats > 1 && !kind->takes_repeats) {
+    if (row.repeats > 1 && !kind->rules.takes_repeats) {
       throw Error(ctx + "repeats > 1 is only supported for the kinds that take a repeat count (C2f, C3k2, C2PSA)");
     }
     std::vector<int64_t> in;
@@ -57,7 +57,7 @@ void DetectionModelImpl::build() {
     layers_.push_back(Layer{kind, row.from, false});
     ch.push_back(built.c2);
   }
-  if (layers_.empty() || !layers_.back().kind->head) {
+  if (layers_.empty() || !layers_.back().kind->rules.head) {
     throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect layer");
   }
   nc_ = head()->options.nc();
@@ -131,7 +131,7 @@ std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     std::vector<at::Tensor> in;
     for (int64_t j : layers_[i].from) in.push_back(j < 0 ? x : (j == static_cast<int64_t>(i) - 1 ? prev : saved[j]));
-    if (layers_[i].kind->head) return model[i]->as<DetectImpl>()->forward(in);
+    if (layers_[i].kind->rules.head) return model[i]->as<DetectImpl>()->forward(in);
     prev = layers_[i].kind->forward(*model[i], in);
     if (layers_[i].keep) saved[i] = prev;
   }

@@ -4,26 +4,23 @@
 
 namespace yolotrain::nn::detail {
 
+LayerKind::Built build_c2psa(const LayerRow& row) {
+  const int64_t c2 = row.channels();
+  if (c2 != row.c1()) {
+    throw row.error("its output channels (" + std::to_string(c2) + " once scaled) must equal its input's (" +
+                    std::to_string(row.c1()) + ")");
+  }
+  const double e = row.real_in(1, 0.5, 0.01, 1);
+  const auto hidden = static_cast<int64_t>(static_cast<double>(c2) * e);
+  if (hidden < 64) {
+    throw row.error("its hidden channels int(c2 * e) must be at least 64 (heads = channels / 64), got " +
+                    std::to_string(hidden));
+  }
+  return {C2PSA(C2PSAOptions(row.c1(), c2).n(row.repeats()).e(e)).ptr(), c2};
+}
+
 LayerKind c2psa_kind() {
-  LayerKind kind;
-  kind.name = "C2PSA";
-  kind.takes_repeats = true;
-  kind.pt_classes = {"C2PSA", "PSABlock", "Attention"};
-  kind.build = [](const LayerRow& row) {
-    const int64_t c2 = row.channels();
-    if (c2 != row.c1()) {
-      throw row.error("its output channels (" + std::to_string(c2) + " once scaled) must equal its input's (" +
-                      std::to_string(row.c1()) + ")");
-    }
-    const double e = row.real_in(1, 0.5, 0.01, 1);
-    if (static_cast<int64_t>(static_cast<double>(c2) * e) < 64) {
-      throw row.error("its hidden channels int(c2 * e) must be at least 64 (heads = channels / 64), got " +
-                      std::to_string(static_cast<int64_t>(static_cast<double>(c2) * e)));
-    }
-    return LayerKind::Built{C2PSA(C2PSAOptions(row.c1(), c2).n(row.repeats()).e(e)).ptr(), c2};
-  };
-  kind.forward = forward_one<C2PSAImpl>();
-  return kind;
+  return {"C2PSA", kRepeated, {"C2PSA", "PSABlock", "Attention"}, build_c2psa, forward_one<C2PSAImpl>()};
 }
 
 }  // namespace yolotrain::nn::detail

@@ -5,18 +5,13 @@
 
 namespace yolotrain::nn::detail {
 
-LayerKind detect_kind() {
-  LayerKind kind;
-  kind.name = "Detect";
-  kind.multi_input = true;
-  kind.head = true;
-  kind.pt_classes = {"Detect", "DFL", "DWConv", "Conv"};
-  kind.build = [](const LayerRow& row) {
-    const auto o = DetectOptions(row.integer_in(0, row.model().nc, 1, 100000), row.in_channels())
-                       .legacy(!row.model_has("C3k2"));
-    return LayerKind::Built{Detect(o).ptr(), 0};
-  };
-  return kind;
+LayerKind::Built build_detect(const LayerRow& row) {
+  const auto o =
+      DetectOptions(row.integer_in(0, row.model().nc, 1, 100000), row.in_channels()).legacy(!row.model_has("C3k2"));
+  return {Detect(o).ptr(), 0};
 }
+
+// Run by DetectionModel itself (its outputs are per level): no `forward`.
+LayerKind detect_kind() { return {"Detect", kHead, {"Detect", "DFL", "DWConv", "Conv"}, build_detect, nullptr}; }
 
 }  // namespace yolotrain::nn::detail

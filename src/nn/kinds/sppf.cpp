@@ -4,16 +4,11 @@
 
 namespace yolotrain::nn::detail {
 
-LayerKind sppf_kind() {
-  LayerKind kind;
-  kind.name = "SPPF";
-  kind.pt_classes = {"SPPF"};
-  kind.build = [](const LayerRow& row) {
-    const int64_t c2 = row.channels();
-    return LayerKind::Built{SPPF(SPPFOptions(row.c1(), c2).k(row.integer_in(1, 5, 1, 31))).ptr(), c2};
-  };
-  kind.forward = forward_one<SPPFImpl>();
-  return kind;
+LayerKind::Built build_sppf(const LayerRow& row) {
+  const int64_t c2 = row.channels();
+  return {SPPF(SPPFOptions(row.c1(), c2).k(row.integer_in(1, 5, 1, 31))).ptr(), c2};
 }
+
+LayerKind sppf_kind() { return {"SPPF", kOneInput, {"SPPF"}, build_sppf, forward_one<SPPFImpl>()}; }
 
 }  // namespace yolotrain::nn::detail

@@ -4,16 +4,12 @@
 
 namespace yolotrain::nn::detail {
 
-LayerKind upsample_kind() {
-  LayerKind kind;
-  kind.name = "Upsample";
-  kind.build = [](const LayerRow& row) {
-    if (row.text(2, "nearest") != "nearest") throw row.error("only mode \"nearest\" is supported");
-    if (row.has(0)) throw row.error("an output size is not supported; give [None, factor, \"nearest\"]");
-    return LayerKind::Built{Upsample(row.real_in(1, 2.0, 1, 8)).ptr(), row.c1()};
-  };
-  kind.forward = forward_one<UpsampleImpl>();
-  return kind;
+LayerKind::Built build_upsample(const LayerRow& row) {
+  if (row.text(2, "nearest") != "nearest") throw row.error("only mode \"nearest\" is supported");
+  if (row.has(0)) throw row.error("an output size is not supported; give [None, factor, \"nearest\"]");
+  return {Upsample(row.real_in(1, 2.0, 1, 8)).ptr(), row.c1()};
 }
+
+LayerKind upsample_kind() { return {"Upsample", kOneInput, {}, build_upsample, forward_one<UpsampleImpl>()}; }
 
 }  // namespace yolotrain::nn::detail

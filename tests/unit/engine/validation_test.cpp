@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <optional>
 
 #include "test_support.hpp"
 
@@ -52,26 +53,41 @@ TEST_CASE("validating a missing or foreign weights file says what is wrong", "[e
   CHECK(en::val_config({"model=x.safetensors", "imgsz=320"}).imgsz == 320);
 }
 
-// PROVENANCE.md beside the weights: Ultralytics 8.2.82's own model.val(data=bccd, imgsz=320) of
-// this best.pt (rectangular batches, conf 0.001, iou 0.7).
-TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[engine]") {
+namespace {
+
+// `yolo_train val` of one of Ultralytics' own bccd best.pt files (../shared/weights/ultralytics/
+// <folder>/best.pt) at imgsz 320, batch 16; nothing (after saying so) when ../shared is absent.
+std::optional<en::ValidationReport> validate_bccd_best(const std::string& folder, const yolotrain::test::TempDir& tmp,
+                                                       std::vector<std::string> extra = {}) {
   namespace fs = std::filesystem;
   const fs::path shared(YOLOTRAIN_SHARED_DIR);
-  const fs::path best = shared / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
+  const fs::path best = shared / "weights" / "ultralytics" / folder / "best.pt";
   const fs::path data = shared / "datasets" / "bccd" / "data.yaml";
   if (!fs::exists(best) || !fs::exists(data)) {
     WARN("skipped: " << best.string() << " or " << data.string() << " is absent");
-    return;
+    return std::nullopt;
   }
-  yolotrain::test::TempDir tmp;
-  const en::TrainConfig cfg = en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16",
-                                              "device=cpu", "workers=2", "project=" + tmp.path().string()});
+  std::vector<std::string> args = {"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16",
+                                   "device=cpu", "workers=2", "project=" + tmp.path().string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const en::TrainConfig cfg = en::val_config(args);
   CHECK(cfg.imgsz == 320);
   CHECK(cfg.name == "val");
-  const en::ValidationReport r = en::validate(cfg);
+  return en::validate(cfg);
+}
+
+}  // namespace
+
+// PROVENANCE.md beside the weights: Ultralytics 8.2.82's own model.val(data=bccd, imgsz=320) of
+// this best.pt (rectangular batches, conf 0.001, iou 0.7).
+TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[engine]") {
+  yolotrain::test::TempDir tmp;
+  const auto report = validate_bccd_best("bccd_yolov8n", tmp);
+  if (!report) return;
+  const en::ValidationReport& r = *report;
   CHECK(r.save_dir == tmp / "val");
   CHECK(r.plot_warnings.empty());
-  CHECK(fs::exists(tmp / "val" / "confusion_matrix_normalized.png"));
+  CHECK(std::filesystem::exists(tmp / "val" / "confusion_matrix_normalized.png"));
   CHECK(r.images == 87);
   CHECK(r.metrics.mp == Approx(0.618231).margin(1e-3));
   CHECK(r.metrics.mr == Approx(0.259789).margin(1e-3));
@@ -85,18 +101,10 @@ TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[en
 // PROVENANCE.md beside the weights: Ultralytics 8.3.58's own model.val(data=bccd, imgsz=320,
 // batch=16) of its YOLO11n best.pt (rectangular batches, conf 0.001, iou 0.7).
 TEST_CASE("val of Ultralytics' own YOLO11n best.pt gives Ultralytics' own figures", "[engine][yolo11]") {
-  namespace fs = std::filesystem;
-  const fs::path shared(YOLOTRAIN_SHARED_DIR);
-  const fs::path best = shared / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
-  const fs::path data = shared / "datasets" / "bccd" / "data.yaml";
-  if (!fs::exists(best) || !fs::exists(data)) {
-    WARN("skipped: " << best.string() << " or " << data.string() << " is absent");
-    return;
-  }
   yolotrain::test::TempDir tmp;
-  const en::TrainConfig cfg = en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16",
-                                              "device=cpu", "workers=2", "plots=false", "project=" + tmp.path().string()});
-  const en::ValidationReport r = en::validate(cfg);
+  const auto report = validate_bccd_best("bccd_yolo11n", tmp, {"plots=false"});
+  if (!report) return;
+  const en::ValidationReport& r = *report;
   CHECK(r.images == 87);
   CHECK(r.metrics.mp == Approx(0.020331365977790117).margin(1e-3));
   CHECK(r.metrics.mr == Approx(0.6087833367011771).margin(1e-3));
