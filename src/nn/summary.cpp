@@ -64,12 +64,15 @@ ModelSummary summarize(DetectionModelImpl& model, int64_t imgsz) {
   // Ultralytics' Conv blocks share one SiLU instance, which model.modules() lists once.
   bool silu = false;
   s.layers = 1;
+  // A Conv without activation has its own nn.Identity there (Ultralytics' `act=False`), which
+  // yolotrain's Conv leaves out: counted as the module it is in Ultralytics.
   for (const auto& m : model.modules(/*include_self=*/false)) {
     if (m->as<torch::nn::SiLUImpl>() != nullptr) {
       silu = true;
     } else {
       ++s.layers;
     }
+    if (const auto* conv = m->as<ConvImpl>(); conv != nullptr && conv->act.is_empty()) ++s.layers;
   }
   s.layers += silu ? 1 : 0;
   for (const auto& p : model.parameters()) {

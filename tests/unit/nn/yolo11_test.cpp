@@ -175,3 +175,17 @@ TEST_CASE("YOLO11 YAML rows are checked like any other", "[nn][yolo11]") {
   nn::DetectionModel ok(nn::DetectionModelOptions(yaml("  - [-1, 3, C2PSA, [128, 0.5]]")));
   CHECK(ok->model[2]->as<nn::C2PSAImpl>()->m->size() == 3);
 }
+
+// Ultralytics 8.3 prints "YOLO11n summary: 319 layers, 2,624,080 parameters, 2,624,064 gradients"
+// and, fused, "238 layers, 2,616,248 parameters"; GFLOPs are counted as for YOLOv8 (2 x the
+// convolutions' MACs, = its fused figure and its published 6.5).
+TEST_CASE("the YOLO11n summary counts layers and parameters as Ultralytics", "[nn][yolo11]") {
+  nn::DetectionModel model(nn::DetectionModelOptions("yolo11n.yaml"));
+  CHECK_THAT(nn::summarize(*model).to_string(),
+             Catch::Equals("yolo11n summary: 319 layers, 2,624,080 parameters, 2,624,064 gradients, 6.5 GFLOPs"));
+  model->eval();
+  model->fuse();
+  const auto fused = nn::summarize(*model);
+  CHECK(fused.layers == 238);
+  CHECK(fused.parameters == 2616248);
+}
