@@ -14,8 +14,14 @@ As a program (used by tests/unit/nn/yolo11_test.cpp):
   ultralytics_reference.py MODEL.pt INPUT.f32 B H W OUTPUT.f32
 reads a float32 [B, 3, H, W] input, runs the unfused eval forward (what `model.val()` runs) and
 writes float32: the decoded [B, 4 + nc, A] output, then each level's raw [B, no, h, w] output.
+  ultralytics_reference.py --yaml MODEL.yaml SCALE NC WEIGHTS INPUT.f32 B H W OUTPUT.f32
+does the same for a network built from a model YAML by a transcription of Ultralytics 8.3.58's
+parse_model and module constructors (build_model below: the scales no genuine file exists for),
+with the weights of WEIGHTS.txt ("name shape..." per line) / WEIGHTS.f32 (their float32 values).
 """
+import ast
 import importlib.machinery
+import math
 import sys
 import types
 
@@ -199,13 +205,233 @@ def load_model(path, fuse=False):
     return model
 
 
+# Ultralytics 8.3.58's constructors (nn/modules/conv.py, block.py, head.py), as far as YOLOv8 and
+# YOLO11 need them: the attributes and children run() above reads.
+class Conv(torch.nn.Module):
+    default_act = torch.nn.SiLU()
+
+    def __init__(self, c1, c2, k=1, s=1, p=None, g=1, d=1, act=True):
+        super().__init__()
+        if p is None:  # autopad (d is 1 here)
+            p = k // 2 if isinstance(k, int) else [x // 2 for x in k]
+        self.conv = torch.nn.Conv2d(c1, c2, k, s, p, groups=g, dilation=d, bias=False)
+        self.bn = torch.nn.BatchNorm2d(c2)
+        self.act = self.default_act if act is True else act if isinstance(act, torch.nn.Module) else torch.nn.Identity()
+
+
+class DWConv(Conv):
+    def __init__(self, c1, c2, k=1, s=1, d=1, act=True):
+        super().__init__(c1, c2, k, s, g=math.gcd(c1, c2), d=d, act=act)
+
+
+class Bottleneck(torch.nn.Module):
+    def __init__(self, c1, c2, shortcut=True, g=1, k=(3, 3), e=0.5):
+        super().__init__()
+        c_ = int(c2 * e)
+        self.cv1 = Conv(c1, c_, k[0], 1)
+        self.cv2 = Conv(c_, c2, k[1], 1, g=g)
+        self.add = shortcut and c1 == c2
+
+
+class C2f(torch.nn.Module):
+    def __init__(self, c1, c2, n=1, shortcut=False, g=1, e=0.5):
+        super().__init__()
+        self.c = int(c2 * e)
+        self.cv1 = Conv(c1, 2 * self.c, 1, 1)
+        self.cv2 = Conv((2 + n) * self.c, c2, 1)
+        self.m = torch.nn.ModuleList(Bottleneck(self.c, self.c, shortcut, g, k=((3, 3), (3, 3)), e=1.0) for _ in range(n))
+
+
+class C3(torch.nn.Module):
+    def __init__(self, c1, c2, n=1, shortcut=True, g=1, e=0.5):
+        super().__init__()
+        c_ = int(c2 * e)
+        self.cv1 = Conv(c1, c_, 1, 1)
+        self.cv2 = Conv(c1, c_, 1, 1)
+        self.cv3 = Conv(2 * c_, c2, 1)
+        self.m = torch.nn.Sequential(*(Bottleneck(c_, c_, shortcut, g, k=((1, 1), (3, 3)), e=1.0) for _ in range(n)))
+
+
+class C3k(C3):
+    def __init__(self, c1, c2, n=1, shortcut=True, g=1, e=0.5, k=3):
+        super().__init__(c1, c2, n, shortcut, g, e)
+        c_ = int(c2 * e)
+        self.m = torch.nn.Sequential(*(Bottleneck(c_, c_, shortcut, g, k=(k, k), e=1.0) for _ in range(n)))
+
+
+class C3k2(C2f):
+    def __init__(self, c1, c2, n=1, c3k=False, e=0.5, g=1, shortcut=True):
+        super().__init__(c1, c2, n, shortcut, g, e)
+        self.m = torch.nn.ModuleList(
+            C3k(self.c, self.c, 2, shortcut, g) if c3k else Bottleneck(self.c, self.c, shortcut, g) for _ in range(n))
+
+
+class SPPF(torch.nn.Module):
+    def __init__(self, c1, c2, k=5):
+        super().__init__()
+        c_ = c1 // 2
+        self.cv1 = Conv(c1, c_, 1, 1)
+        self.cv2 = Conv(c_ * 4, c2, 1, 1)
+        self.m = torch.nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, dim, num_heads=8, attn_ratio=0.5):
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.key_dim = int(self.head_dim * attn_ratio)
+        self.scale = self.key_dim ** -0.5
+        nh_kd = self.key_dim * num_heads
+        h = dim + nh_kd * 2
+        self.qkv = Conv(dim, h, 1, act=False)
+        self.proj = Conv(dim, dim, 1, act=False)
+        self.pe = Conv(dim, dim, 3, 1, g=dim, act=False)
+
+
+class PSABlock(torch.nn.Module):
+    def __init__(self, c, attn_ratio=0.5, num_heads=4, shortcut=True):
+        super().__init__()
+        self.attn = Attention(c, attn_ratio=attn_ratio, num_heads=num_heads)
+        self.ffn = torch.nn.Sequential(Conv(c, c * 2, 1), Conv(c * 2, c, 1, act=False))
+        self.add = shortcut
+
+
+class C2PSA(torch.nn.Module):
+    def __init__(self, c1, c2, n=1, e=0.5):
+        super().__init__()
+        assert c1 == c2
+        self.c = int(c1 * e)
+        self.cv1 = Conv(c1, 2 * self.c, 1, 1)
+        self.cv2 = Conv(2 * self.c, c1, 1)
+        self.m = torch.nn.Sequential(*(PSABlock(self.c, attn_ratio=0.5, num_heads=self.c // 64) for _ in range(n)))
+
+
+class Concat(torch.nn.Module):
+    def __init__(self, dimension=1):
+        super().__init__()
+        self.d = dimension
+
+
+class DFL(torch.nn.Module):
+    def __init__(self, c1=16):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(c1, 1, 1, bias=False).requires_grad_(False)
+        self.conv.weight.data[:] = torch.arange(c1, dtype=torch.float).view(1, c1, 1, 1)
+
+
+class Detect(torch.nn.Module):
+    legacy = False
+
+    def __init__(self, nc=80, ch=()):
+        super().__init__()
+        self.nc, self.nl, self.reg_max = nc, len(ch), 16
+        self.no = nc + self.reg_max * 4
+        self.stride = torch.zeros(self.nl)
+        c2, c3 = max((16, ch[0] // 4, self.reg_max * 4)), max(ch[0], min(self.nc, 100))
+        self.cv2 = torch.nn.ModuleList(
+            torch.nn.Sequential(Conv(x, c2, 3), Conv(c2, c2, 3), torch.nn.Conv2d(c2, 4 * self.reg_max, 1)) for x in ch)
+        self.cv3 = (
+            torch.nn.ModuleList(
+                torch.nn.Sequential(Conv(x, c3, 3), Conv(c3, c3, 3), torch.nn.Conv2d(c3, self.nc, 1)) for x in ch)
+            if self.legacy
+            else torch.nn.ModuleList(
+                torch.nn.Sequential(
+                    torch.nn.Sequential(DWConv(x, x, 3), Conv(x, c3, 1)),
+                    torch.nn.Sequential(DWConv(c3, c3, 3), Conv(c3, c3, 1)),
+                    torch.nn.Conv2d(c3, self.nc, 1),
+                ) for x in ch))
+        self.dfl = DFL(self.reg_max)
+
+
+class DetectionModel(torch.nn.Module):
+    pass
+
+
+def make_divisible(x, divisor):
+    return math.ceil(x / divisor) * divisor
+
+
+def build_model(yaml_path, scale, nc):
+    """Ultralytics 8.3.58's DetectionModel.__init__ / parse_model for these modules (strides probed)."""
+    import yaml  # python3-yaml, a dependency of Debian's python3-torch
+    d = yaml.safe_load(open(yaml_path))
+    depth, width, max_channels = d["scales"][scale]
+    modules = {c.__name__: c for c in (Conv, DWConv, Bottleneck, C2f, C3k2, SPPF, C2PSA, Concat, Detect)}
+    modules["Upsample"] = torch.nn.Upsample
+    repeat_modules = {C2f, C3k2, C2PSA}
+    ch, layers, save, legacy = [3], [], [], True
+    for i, (f, n, m, args) in enumerate(d["backbone"] + d["head"]):
+        m = modules[m.replace("nn.", "")]
+        args = [nc if a == "nc" else (ast.literal_eval(a) if isinstance(a, str) and a != "nearest" else a)
+                for a in args]
+        n = max(round(n * depth), 1) if n > 1 else n
+        if m in (Conv, DWConv, Bottleneck, C2f, C3k2, SPPF, C2PSA):
+            c1, c2 = ch[f], args[0]
+            if c2 != nc:
+                c2 = make_divisible(min(c2, max_channels) * width, 8)
+            args = [c1, c2, *args[1:]]
+            if m in repeat_modules:
+                args.insert(2, n)
+                n = 1
+            if m is C3k2:
+                legacy = False
+                if scale in "mlx":
+                    args[3] = True
+        elif m is Concat:
+            c2 = sum(ch[x] for x in f)
+        elif m is Detect:
+            args.append([ch[x] for x in f])
+            m.legacy = legacy
+        else:
+            c2 = ch[f]
+        module = torch.nn.Sequential(*(m(*args) for _ in range(n))) if n > 1 else m(*args)
+        module.i, module.f = i, f
+        save.extend(x % i for x in ([f] if isinstance(f, int) else f) if x != -1)
+        layers.append(module)
+        if i == 0:
+            ch = []
+        ch.append(c2)
+    model = DetectionModel()
+    model.model = torch.nn.Sequential(*layers)
+    model.save = sorted(save)
+    layers[-1].stride = torch.tensor([8.0, 16.0, 32.0])  # what the probe forward of zeros(1, 3, 256, 256) gives
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.eps, m.momentum = 1e-3, 0.03
+    return model.eval()
+
+
+def load_raw_weights(model, index_path, data_path):
+    """Sets every float tensor named in the index ("name d0 d1 ..." per line) from the float32 file."""
+    data = torch.frombuffer(bytearray(open(data_path, "rb").read()), dtype=torch.float32)
+    state = model.state_dict()
+    offset = 0
+    with torch.no_grad():
+        for line in open(index_path):
+            name, *shape = line.split()
+            t = state[name]
+            count = t.numel()
+            t.copy_(data[offset:offset + count].view(t.shape))
+            offset += count
+    assert offset == data.numel(), f"{data.numel() - offset} values left over"
+
+
 def main():
-    if len(sys.argv) != 7:
-        sys.exit("usage: ultralytics_reference.py MODEL.pt INPUT.f32 B H W OUTPUT.f32")
-    path, src, b, h, w, dst = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), sys.argv[6]
+    if len(sys.argv) == 11 and sys.argv[1] == "--yaml":
+        yaml_path, scale, nc, weights = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+        model = build_model(yaml_path, scale, nc)
+        load_raw_weights(model, weights + ".txt", weights + ".f32")
+        sys.argv = [sys.argv[0]] + sys.argv[6:]
+    elif len(sys.argv) == 7:
+        model = load_model(sys.argv[1])
+        sys.argv = [sys.argv[0]] + sys.argv[2:]
+    else:
+        sys.exit("usage: ultralytics_reference.py MODEL.pt INPUT.f32 B H W OUTPUT.f32\n"
+                 "       ultralytics_reference.py --yaml MODEL.yaml SCALE NC WEIGHTS INPUT.f32 B H W OUTPUT.f32")
+    src, b, h, w, dst = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5]
     with open(src, "rb") as f:
         x = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).view(b, 3, h, w)
-    model = load_model(path)
     with torch.no_grad():
         decoded, levels = forward_levels(model, x)
     with open(dst, "wb") as f:

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,61 @@ TEST_CASE("YOLO11n with Ultralytics' best.pt gives Ultralytics' raw and decoded 
   for (size_t i = 0; i < mine.size(); ++i) {
     INFO("output " << i << " max difference " << (mine[i] - ref[i]).abs().max().item<double>());
     CHECK(agrees(mine[i], ref[i]));
+  }
+}
+
+// yolo11s and yolo11m (every C3k2 with C3k blocks) exist here only as YAMLs: they are built a second
+// time by a transcription of Ultralytics 8.3.58's parse_model and module constructors, given
+// yolotrain's weights (drawn to keep the activations' scale, BatchNorm statistics too), and both
+// forwards must agree.
+TEST_CASE("yolo11s and yolo11m equal Ultralytics' parse_model and modules given the same weights", "[nn][yolo11]") {
+  yolotrain::test::TempDir tmp;
+  for (const std::string scale : {"s", "m"}) {
+    INFO("yolo11" << scale);
+    nn::DetectionModel model(nn::DetectionModelOptions("yolo11" + scale + ".yaml").nc(5));
+    torch::NoGradGuard no_grad;
+    at::manual_seed(5);
+    std::ofstream index(tmp / "w.txt");
+    std::ofstream values(tmp / "w.f32", std::ios::binary);
+    for (const auto& [name, t] : nn::state_dict(*model)) {
+      if (!t.is_floating_point()) continue;
+      auto ends_with = [&](const std::string& suffix) {
+        return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      if (name.find("dfl") == std::string::npos) {
+        if (ends_with("running_var")) t.uniform_(0.5, 1.5);
+        else if (ends_with("bn.weight")) t.uniform_(0.7, 1.3);
+        else if (t.dim() == 4) t.normal_(0, std::sqrt(2.0 / static_cast<double>(t[0].numel())));
+        else t.normal_(0, 0.2);
+      }
+      index << name << "\n";
+      const at::Tensor c = t.contiguous();
+      values.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
+    }
+    index.close();
+    values.close();
+    model->eval();
+    const at::Tensor x = at::rand({1, 3, 192, 160});
+    const std::vector<at::Tensor> raw = model->forward(x);
+    std::vector<at::Tensor> mine{model->head()->decode(raw)};
+    mine.insert(mine.end(), raw.begin(), raw.end());
+    write_floats(tmp / "in.f32", x);
+    const std::string cmd = "/usr/bin/python3 " + std::string(YOLOTRAIN_SOURCE_DIR) + "/scripts/ultralytics_reference.py --yaml " +
+                            std::string(YOLOTRAIN_SOURCE_DIR) + "/models/yolo11.yaml " + scale + " 5 '" +
+                            (tmp / "w").string() + "' '" + (tmp / "in.f32").string() + "' 1 192 160 '" +
+                            (tmp / "out.f32").string() + "'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const std::string bytes = yolotrain::test::slurp(tmp / "out.f32");
+    size_t offset = 0;
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const at::Tensor ref =
+          at::from_blob(const_cast<char*>(bytes.data()) + offset, mine[i].sizes(), at::kFloat).clone();
+      offset += static_cast<size_t>(mine[i].numel()) * sizeof(float);
+      INFO("output " << i << " max difference " << (mine[i] - ref).abs().max().item<double>() << " of "
+                     << ref.abs().max().item<double>());
+      CHECK(agrees(mine[i], ref));
+    }
+    CHECK(offset == bytes.size());
   }
 }
 
