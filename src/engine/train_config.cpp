@@ -44,7 +44,8 @@ const std::vector<Spec>& specs() {
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
       {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},
-      {"batch", &C::batch, "images per batch", 1, 1e5},
+      {"batch", &C::batch, "images per batch; -1: AutoBatch (60% of the GPU's memory); 0.xx: AutoBatch at that fraction",
+       1, 1e5},
       {"imgsz", &C::imgsz, "training image size (rounded up to a multiple of the model's max stride, 32)", 32, 8192},
       {"save", &C::save, "save checkpoints and results"},
       {"save_period", &C::save_period, "save epoch<N>.pt every N epochs; -1: off", -1, 1e6},
@@ -253,6 +254,7 @@ std::vector<std::string> closest_keys(const std::string& key, std::size_t n) {
 }
 
 void TrainConfig::set(const std::string& key, const std::string& value) {
+  if (key == "batch") return set_batch(value);
   const Spec* spec = find_spec(key);
   if (spec == nullptr) {
     std::string hint;
@@ -271,7 +273,30 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
       spec->member);
 }
 
+// Ultralytics' batch: an integer >= 1, -1 for AutoBatch at 60 % of the GPU's memory, or a
+// fraction in (0, 1) for AutoBatch at that fraction.
+void TrainConfig::set_batch(const std::string& value) {
+  const Spec& spec = *find_spec("batch");
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  const bool number = !value.empty() && end == value.c_str() + value.size() && std::isfinite(v);
+  const std::string allowed =
+      "expected images per batch (1 to 100000), -1 (AutoBatch: 60% of the GPU's memory) or a fraction between 0 "
+      "and 1 (AutoBatch at that fraction)";
+  if (number && v == -1) {
+    autobatch = 0.6;
+  } else if (number && v > 0 && v < 1) {
+    autobatch = v;
+  } else if (number && v >= 1 && v <= spec.max && v == std::floor(v)) {
+    batch = static_cast<std::int64_t>(v);
+    autobatch = 0;
+  } else {
+    bad_value(spec, value, allowed);
+  }
+}
+
 std::string TrainConfig::get(const std::string& key) const {
+  if (key == "batch" && autobatch > 0) return autobatch == 0.6 ? "-1" : number_text(autobatch);
   const Spec* spec = find_spec(key);
   if (spec == nullptr) throw ConfigError("'" + key + "' is not a valid argument");
   return std::visit(

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "mixed_precision.hpp"
+#include "training_memory_probe.hpp"
+#include "yolotrain/engine/autobatch.hpp"
 #include "optimizer.hpp"
 #include "progress_line.hpp"
 #include "rank_group.hpp"
@@ -160,6 +162,7 @@ struct Trainer::Run {
   // position "epoch trained, not validated" saved before validation).
   void checkpoint(bool wait, bool completed = false, bool force = false);
   void freeze_layers();
+  void resolve_autobatch();
   at::Tensor multi_scale(const at::Tensor& img, std::int64_t ni) const;
   void print_progress(bool epoch_end);
   void publish_progress();
@@ -394,6 +397,7 @@ void Trainer::Run::build() {
   model->to(device);
   amp = amp_mode(cfg.amp, device);
   scaler = GradScaler(amp == AmpMode::Fp16Scaled);
+  if (cfg.autobatch > 0) resolve_autobatch();
   // On the CPU, the measured faster layout (channels_last, docs/nn.md); batches follow it.
   memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
   nn::set_memory_format(*model, memory_format);
@@ -444,6 +448,24 @@ void Trainer::Run::build() {
                                std::to_string(model->nc());
   store = std::make_unique<lc::CheckpointStore>(
       lc::CheckpointStoreOptions{run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
+}
+
+// batch=-1 / 0.xx (Ultralytics' _setup_train: check_train_batch_size before the optimizer, whose
+// weight decay scales with the batch). The batch chosen replaces -1 in the config, so args.yaml
+// and the checkpoints hold it and a resumed run keeps it (Ultralytics' args.yaml keeps -1).
+void Trainer::Run::resolve_autobatch() {
+  const double fraction = cfg.autobatch;
+  cfg.autobatch = 0;
+  if (ranks.world_size() > 1) {  // Ultralytics' trainer, before it starts DDP
+    say("WARNING 'batch<1' for AutoBatch is incompatible with Multi-GPU training, setting default 'batch=16'");
+    cfg.batch = 16;
+    return;
+  }
+  std::unique_ptr<MemoryProbe> probe;
+  if (device.is_cuda()) probe = std::make_unique<detail::TrainingMemoryProbe>(model, device, cfg.imgsz, amp);
+  const AutoBatchChoice choice = autobatch(probe.get(), cfg.imgsz, fraction, 16);
+  for (const auto& line : choice.lines) say(line);
+  cfg.batch = choice.batch;
 }
 
 // As Ultralytics: the DFL conv always, plus `freeze` (the first N layers, or listed indices).

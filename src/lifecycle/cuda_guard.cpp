@@ -62,6 +62,8 @@ CudaMemory cuda_memory() noexcept {
     m.allocated = stats.allocated_bytes[0].current;  // index 0: the aggregate over pools
     m.reserved = stats.reserved_bytes[0].current;
     const cudaDeviceProp* prop = at::cuda::getDeviceProperties(m.device);
+    m.total = static_cast<std::int64_t>(prop->totalGlobalMem);
+    m.name = prop->name;
     char bus[32];
     std::snprintf(bus, sizeof(bus), "%08x:%02x:%02x.0", prop->pciDomainID, prop->pciBusID,
                   prop->pciDeviceID);

@@ -181,6 +181,18 @@ TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identic
         exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
 }
 
+TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, as Ultralytics", "[integration]") {
+  yt::TempDir tmp;
+  auto args = train_args(tmp.path(), {"epochs=1", "batch=-1"});
+  const Finished f = run_to_end(args, tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("AutoBatch: Computing optimal batch size for imgsz=64 at 60.0% CUDA memory utilization."));
+  CHECK_THAT(f.output, Catch::Contains("AutoBatch: WARNING intended for CUDA devices, using default batch-size 16"));
+  CHECK_THAT(yt::slurp(tmp / "run" / "args.yaml"), Catch::Contains("batch: 16"));  // what a resume keeps
+  CHECK_THAT(f.output, Catch::Contains("training 1 epochs of 1 batches"));             // 16 images, one batch
+}
+
 TEST_CASE("a stop inside validation is validated again on resume and changes nothing", "[integration]") {
   yt::TempDir tmp;
   auto config_for = [&](const std::string& resume) {

@@ -26,7 +26,10 @@ struct TrainConfig {
   std::int64_t epochs = 100;
   double time = 0;                 ///< hours; 0: no time limit (Ultralytics: None)
   std::int64_t patience = 100;
-  std::int64_t batch = 16;
+  std::int64_t batch = 16;         ///< images per batch (over all ranks); set by AutoBatch when `autobatch` > 0
+  /// batch=-1 (0.6) or batch=0.xx: AutoBatch fills that fraction of the GPU's memory and sets
+  /// `batch` at the start of training (16 on the CPU, as Ultralytics); 0: `batch` as given.
+  double autobatch = 0;
   std::int64_t imgsz = 640;        ///< rounded up to a multiple of 32
   bool save = true;
   std::int64_t save_period = -1;   ///< epochs between epoch<N> checkpoints; -1: off
@@ -104,6 +107,9 @@ struct TrainConfig {
   /// The deadline as a time point, if one is set; `now` anchors durations. Throws for bad text.
   std::optional<std::chrono::system_clock::time_point> deadline_at(
       std::chrono::system_clock::time_point now) const;
+
+ private:
+  void set_batch(const std::string& value);
 };
 
 /// The valid keys closest to `key` (edit distance), best first, at most `n`.

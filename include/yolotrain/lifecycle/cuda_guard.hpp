@@ -13,6 +13,8 @@ struct CudaMemory {
   int device = -1;                 ///< the current device
   std::int64_t allocated = 0;      ///< bytes held by live tensors
   std::int64_t reserved = 0;       ///< bytes the caching allocator holds from the driver
+  std::int64_t total = 0;          ///< the device's memory (cudaDeviceProp::totalGlobalMem)
+  std::string name;                ///< the device's name ("NVIDIA H200")
   std::optional<std::int64_t> process_bytes;  ///< NVML: this process's bytes on the device
   std::optional<std::int64_t> device_used;    ///< NVML: bytes used on the device by everyone
 };

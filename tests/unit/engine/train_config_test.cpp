@@ -46,7 +46,7 @@ TEST_CASE("key=value arguments are parsed and checked", "[engine]") {
 }
 
 TEST_CASE("bad values name the key and what is allowed", "[engine]") {
-  CHECK_THROWS_WITH(TrainConfig::from_args({"batch=0"}), Contains("'batch'") && Contains("[1, "));
+  CHECK_THROWS_WITH(TrainConfig::from_args({"batch=0"}), Contains("'batch'") && Contains("1 to 100000"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"epochs=ten"}), Contains("'epochs'") && Contains("integer"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"fliplr=1.5"}), Contains("'fliplr'") && Contains("[0, 1]"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"amp=maybe"}), Contains("true, false, bf16"));
