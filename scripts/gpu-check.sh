@@ -105,6 +105,13 @@ for amp in true false bf16; do
     grep '^imgsz' | sed "s/^/amp=$amp /"
 done
 $yt val model="$out/runs/full/weights/best.ytckpt" device=cuda | tail -3
+step "AutoBatch on CUDA (batch=-1 and batch=0.3), and YOLO11n"
+for b in -1 0.3; do
+  timeout 300 $yt data=../shared/datasets/coco128/data.yaml model=yolo11n.yaml epochs=1 imgsz=640 batch=$b device=cuda \
+    workers=8 project="$out/runs" name=autobatch$b exist_ok=true 2>&1 | grep -E "AutoBatch|training |epoch 1/"
+done
+timeout 300 $build/bench/train_bench imgsz=640 batch=16 steps=30 device=cuda workers=8 model=yolo11n.yaml 2>&1 |
+  grep '^imgsz' | sed "s/^/yolo11n /"
 step "loader scaling with worker threads (issue 15's curve to 16 threads), coco128 at 320 and 640"
 timeout 300 $build/bench/data_bench "$(pwd)/../shared" 1 2 4 8 16 2>&1 | head -30
 [ -n "${YT_GPU_QUICK:-}" ] && exit 0
