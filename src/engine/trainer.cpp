@@ -625,7 +625,9 @@ lc::PauseEnd Trainer::Run::pause() {
   steps.wait = [&] { return ranks.wait_while_paused(token).stop; };  // the ranks agree on the end
   steps.say = [&](const std::string& line) { say(line); };
   steps.set_state = [&](lc::RunState s) { set_state(s); };
+  if (cb.on_pause) cb.on_pause(progress());
   const lc::PauseEnd end = lc::pause_run(token, *status, lc::parse_pause_release(cfg.pause_release), step(), steps);
+  if (end == lc::PauseEnd::Resumed && cb.on_resume) cb.on_resume(progress());
   if (end == lc::PauseEnd::Exit) {
     result.outcome = RunOutcome::Paused;
     result.reason = "pause_release=exit";
@@ -808,6 +810,8 @@ bool Trainer::Run::validate(EpochMetrics& m) {
   const std::optional<ValidationReport> report = validation_pass();
   if (!report) return false;  // stopped inside validation
   fill_validation(m, *report);
+  m.epoch = epoch + 1;  // as results.csv numbers it (end_epoch fills the rest)
+  if (cb.on_val_end) cb.on_val_end(m);
   return true;
 }
 

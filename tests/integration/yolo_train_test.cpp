@@ -219,6 +219,40 @@ TEST_CASE("a stop inside validation is validated again on resume and changes not
   CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
 }
 
+TEST_CASE("listeners: two on one event are called in order, and one that throws fails the run with a checkpoint",
+          "[integration]") {
+  yt::TempDir tmp;
+  auto args = train_args(tmp.path());
+  args.erase(args.begin());  // the program path
+  const auto config = yolotrain::engine::TrainConfig::from_args(args);
+  std::vector<std::string> calls;
+  yolotrain::engine::TrainerCallbacks callbacks;
+  callbacks.on_epoch_end = [&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("logger " + std::to_string(m.epoch)); };
+  callbacks.on_epoch_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("ui " + std::to_string(m.epoch)); });
+  callbacks.on_val_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("val " + std::to_string(m.epoch)); });
+  callbacks.on_train_start.add([&](const yolotrain::engine::TrainerProgress&) { calls.push_back("start"); });
+  callbacks.on_train_end.add([&](const yolotrain::engine::RunResult&) { calls.push_back("end"); });
+  yolotrain::lifecycle::ControlToken token;
+  const auto done = yolotrain::engine::Trainer(config, callbacks).run(token);
+  CHECK(done.outcome == yolotrain::engine::RunOutcome::Completed);
+  CHECK(calls == std::vector<std::string>{"start", "val 1", "logger 1", "ui 1", "val 2", "logger 2", "ui 2", "end"});
+
+  // A listener's exception: the run fails, after a checkpoint of where it was.
+  yt::TempDir tmp2;
+  auto args2 = train_args(tmp2.path());
+  args2.erase(args2.begin());
+  yolotrain::engine::TrainerCallbacks failing;
+  failing.on_batch_end.add([&](const yolotrain::engine::TrainerProgress& p) {
+    if (p.step == 3) throw std::runtime_error("the UI crashed");
+  });
+  token.reset();
+  const auto failed = yolotrain::engine::Trainer(yolotrain::engine::TrainConfig::from_args(args2), failing).run(token);
+  CHECK(failed.outcome == yolotrain::engine::RunOutcome::Failed);
+  CHECK_THAT(failed.reason, Catch::Contains("the UI crashed"));
+  REQUIRE_FALSE(failed.last_checkpoint.empty());
+  CHECK(fs::exists(failed.last_checkpoint));
+}
+
 TEST_CASE("a pause and resume leave the result unchanged", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";

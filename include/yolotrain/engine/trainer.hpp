@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "yolotrain/engine/callback_list.hpp"
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/lifecycle/control_token.hpp"
 #include "yolotrain/lifecycle/run_status.hpp"
@@ -72,18 +73,27 @@ struct TrainerProgress {
   double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< running means of the epoch
 };
 
-/// Callbacks for programs that embed the trainer; each may be empty. They run on the training
-/// thread at safe points; an exception thrown by one fails the run (with a checkpoint first).
+/// The events a program that embeds the trainer can listen to. Each holds any number of
+/// listeners, called in the order added (`callbacks.on_epoch_end.add(f)`; assigning one replaces
+/// the list with it). They run on the training thread at safe points; an exception thrown by one
+/// fails the run (with a checkpoint first).
 struct TrainerCallbacks {
-  std::function<void(const TrainerProgress&)> on_train_start;
-  std::function<void(const TrainerProgress&)> on_batch_end;
-  std::function<void(const EpochMetrics&)> on_epoch_end;
-  std::function<void(const std::filesystem::path&)> on_checkpoint;
-  std::function<void(lifecycle::RunState)> on_state_change;
-  std::function<void(const RunResult&)> on_train_end;
+  CallbackList<const TrainerProgress&> on_train_start;
+  CallbackList<const TrainerProgress&> on_batch_end;
+  /// After each epoch's validation (or each epoch when `val=false`), with the epoch's figures.
+  CallbackList<const EpochMetrics&> on_epoch_end;
+  /// After a validation pass during training, with its figures (P, R, mAPs, validation losses).
+  CallbackList<const EpochMetrics&> on_val_end;
+  /// A verified checkpoint was written.
+  CallbackList<const std::filesystem::path&> on_checkpoint;
+  CallbackList<lifecycle::RunState> on_state_change;
+  /// A pause is about to begin (its checkpoint comes next); on_resume when training goes on.
+  CallbackList<const TrainerProgress&> on_pause;
+  CallbackList<const TrainerProgress&> on_resume;
+  CallbackList<const RunResult&> on_train_end;
 };
 
-/// Trains a YOLOv8 detector as Ultralytics' DetectionTrainer does (optimizer groups, warm-up, LR
+/// Trains a YOLO detector (YOLOv8, YOLO11) as Ultralytics' DetectionTrainer does (optimizer groups, warm-up, LR
 /// schedule, EMA, accumulation, validation, results.csv, best/last), inside yolotrain's lifecycle:
 /// the token is polled every batch and inside validation; stop, pause, checkpoint-now, deadline
 /// and time limits all end in a verified checkpoint from which a resumed run continues exactly.

@@ -58,6 +58,48 @@ std::string error_reading(const fs::path& path) {
 
 }  // namespace
 
+namespace {
+
+struct Expected {
+  const char* file;
+  const char* source;
+  std::int64_t epoch;
+  const char* sha256;
+};
+
+// What a family's genuine files must read as: `tensors` names from model.0.conv.weight to `last`.
+struct Family {
+  fs::path folder;
+  std::size_t tensors;
+  const char* last;
+  const char* yaml_file;
+  const char* version;
+};
+
+void check_genuine(const Family& family, std::initializer_list<Expected> files) {
+  for (const Expected& e : files) {
+    INFO((family.folder / e.file).string());
+    const auto pt = read_ultralytics_pt(family.folder / e.file);
+    CHECK(pt.state_dict.size() == family.tensors);
+    CHECK(pt.state_dict.front().first == "model.0.conv.weight");
+    CHECK(pt.state_dict.back().first == family.last);
+    CHECK(pt.state_dict.front().second.scalar_type() == at::kHalf);
+    CHECK(pt.source == e.source);
+    CHECK(pt.epoch == e.epoch);
+    CHECK(pt.nc == 3);
+    CHECK(pt.names == std::vector<std::string>{"RBC", "WBC", "Platelets"});
+    CHECK(pt.scale == "n");
+    CHECK(pt.yaml_file == family.yaml_file);
+    CHECK(pt.version == family.version);
+    CHECK(pt.train_args.at("imgsz") == "320");
+    CHECK(pt.train_args.at("lr0") == "0.01");
+    CHECK(pt.train_args.at("deterministic") == "True");
+    CHECK(digest(pt.state_dict) == e.sha256);
+  }
+}
+
+}  // namespace
+
 // The digests come from Debian's python3-torch reading the same files with torch.load (the
 // ultralytics classes stubbed) and walking _parameters/_buffers/_modules as state_dict() does.
 TEST_CASE("read_ultralytics_pt reads genuine Ultralytics 8.2.82 checkpoints", "[io]") {
@@ -65,33 +107,25 @@ TEST_CASE("read_ultralytics_pt reads genuine Ultralytics 8.2.82 checkpoints", "[
     WARN("skipped: " << kWeights.string() << " is absent");
     return;
   }
-  struct Expected {
-    const char* file;
-    const char* source;
-    std::int64_t epoch;
-    const char* sha256;
-  };
-  for (const Expected& e : {Expected{"best.pt", "model", -1, "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55"},
-                            Expected{"last.pt", "model", -1, "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55"},
-                            Expected{"epoch5.pt", "ema", 5, "572a896ea08d30c010e8ba799fe03ca9fe83fad4c97dd2933140194b6a17334b"}}) {
-    INFO(e.file);
-    const auto pt = read_ultralytics_pt(kWeights / e.file);
-    CHECK(pt.state_dict.size() == 355);
-    CHECK(pt.state_dict.front().first == "model.0.conv.weight");
-    CHECK(pt.state_dict.back().first == "model.22.dfl.conv.weight");
-    CHECK(pt.state_dict.front().second.scalar_type() == at::kHalf);
-    CHECK(pt.source == e.source);
-    CHECK(pt.epoch == e.epoch);
-    CHECK(pt.nc == 3);
-    CHECK(pt.names == std::vector<std::string>{"RBC", "WBC", "Platelets"});
-    CHECK(pt.scale == "n");
-    CHECK(pt.yaml_file == "yolov8n.yaml");
-    CHECK(pt.version == "8.2.82");
-    CHECK(pt.train_args.at("imgsz") == "320");
-    CHECK(pt.train_args.at("lr0") == "0.01");
-    CHECK(pt.train_args.at("deterministic") == "True");
-    CHECK(digest(pt.state_dict) == e.sha256);
+  check_genuine({kWeights, 355, "model.22.dfl.conv.weight", "yolov8n.yaml", "8.2.82"},
+                {Expected{"best.pt", "model", -1, "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55"},
+                 Expected{"last.pt", "model", -1, "63e28cc8a5e3691be172250a8ee57212bcd7c6ac257f9920ed0181ffd2163e55"},
+                 Expected{"epoch5.pt", "ema", 5, "572a896ea08d30c010e8ba799fe03ca9fe83fad4c97dd2933140194b6a17334b"}});
+}
+
+// The same for Ultralytics 8.3.58's YOLO11n files (C3k2, C2PSA, the depthwise Detect branch;
+// epoch5.pt keeps its loss criterion and optimizer).
+TEST_CASE("read_ultralytics_pt reads genuine Ultralytics 8.3.58 YOLO11 checkpoints", "[io][yolo11]") {
+  const fs::path folder = kWeights.parent_path() / "bccd_yolo11n";
+  if (!fs::exists(folder / "best.pt")) {
+    WARN("skipped: " << folder.string() << " is absent");
+    return;
   }
+  check_genuine({folder, 499, "model.23.dfl.conv.weight", "yolo11n.yaml", "8.3.58"},
+                {Expected{"best.pt", "model", -1, "09f76404f98b8e3467bda7a2ebad4a0aa91296264338de866e9dcc479d5b5b79"},
+                 Expected{"last.pt", "model", -1, "09f76404f98b8e3467bda7a2ebad4a0aa91296264338de866e9dcc479d5b5b79"},
+                 Expected{"epoch5.pt", "ema", 5, "b1c56ac222c1ea4863c777e595923f6623412c47184d4fafd1fe86aa88434847"}});
+  CHECK(yolotrain::io::read_model_weights(folder / "epoch5.pt").model_yaml == "yolo11n.yaml");
 }
 
 TEST_CASE("export_safetensors of a .pt writes the same tensors, and every reader agrees", "[io]") {
