@@ -76,6 +76,17 @@ std::optional<en::ValidationReport> validate_bccd_best(const std::string& folder
   return en::validate(cfg);
 }
 
+// PROVENANCE.md's table: all-class P, R, mAP50, mAP50-95, then each class's mAP50 (to 1e-3).
+void check_figures(const en::ValidationReport& r, const std::vector<double>& all, const std::vector<double>& ap50) {
+  CHECK(r.images == 87);
+  CHECK(r.metrics.mean_results()[0] == Approx(all[0]).margin(1e-3));
+  CHECK(r.metrics.mean_results()[1] == Approx(all[1]).margin(1e-3));
+  CHECK(r.metrics.mean_results()[2] == Approx(all[2]).margin(1e-3));
+  CHECK(r.metrics.mean_results()[3] == Approx(all[3]).margin(1e-3));
+  REQUIRE(r.metrics.ap50.size() == 3);
+  for (size_t c = 0; c < ap50.size(); ++c) CHECK(r.metrics.ap50[c] == Approx(ap50[c]).margin(1e-3));
+}
+
 }  // namespace
 
 // PROVENANCE.md beside the weights: Ultralytics 8.2.82's own model.val(data=bccd, imgsz=320) of
@@ -88,14 +99,7 @@ TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[en
   CHECK(r.save_dir == tmp / "val");
   CHECK(r.plot_warnings.empty());
   CHECK(std::filesystem::exists(tmp / "val" / "confusion_matrix_normalized.png"));
-  CHECK(r.images == 87);
-  CHECK(r.metrics.mp == Approx(0.618231).margin(1e-3));
-  CHECK(r.metrics.mr == Approx(0.259789).margin(1e-3));
-  CHECK(r.metrics.map50 == Approx(0.222283).margin(1e-3));
-  CHECK(r.metrics.map == Approx(0.093575).margin(1e-3));
-  REQUIRE(r.metrics.ap50.size() == 3);
-  CHECK(r.metrics.ap50[0] == Approx(0.296).margin(1e-3));
-  CHECK(r.metrics.ap50[1] == Approx(0.371).margin(1e-3));
+  check_figures(r, {0.618231, 0.259789, 0.222283, 0.093575}, {0.296, 0.371});
 }
 
 // PROVENANCE.md beside the weights: Ultralytics 8.3.58's own model.val(data=bccd, imgsz=320,
@@ -104,14 +108,6 @@ TEST_CASE("val of Ultralytics' own YOLO11n best.pt gives Ultralytics' own figure
   yolotrain::test::TempDir tmp;
   const auto report = validate_bccd_best("bccd_yolo11n", tmp, {"plots=false"});
   if (!report) return;
-  const en::ValidationReport& r = *report;
-  CHECK(r.images == 87);
-  CHECK(r.metrics.mp == Approx(0.020331365977790117).margin(1e-3));
-  CHECK(r.metrics.mr == Approx(0.6087833367011771).margin(1e-3));
-  CHECK(r.metrics.map50 == Approx(0.14317890033098626).margin(1e-3));
-  CHECK(r.metrics.map == Approx(0.05564960474403957).margin(1e-3));
-  REQUIRE(r.metrics.ap50.size() == 3);
-  CHECK(r.metrics.ap50[0] == Approx(0.251).margin(1e-3));
-  CHECK(r.metrics.ap50[1] == Approx(0.178).margin(1e-3));
-  CHECK(r.metrics.ap50[2] == Approx(0.0).margin(1e-3));
+  check_figures(*report, {0.020331365977790117, 0.6087833367011771, 0.14317890033098626, 0.05564960474403957},
+                {0.251, 0.178, 0.0});
 }
