@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libgloo-dev libssl-dev libdnnl-dev
   libopenblas0-pthread
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
-  python3-torch python3-onnx
+  python3-torch python3-onnx python3-yaml
 )
 # node runs ONNX Runtime (onnxruntime-node, from npm) in the ONNX export tests; Debian's nodejs
 # and npm when no node is installed (a node from elsewhere is used as it is).
