@@ -90,14 +90,15 @@ fs::path make_run_dir(const fs::path& project, const std::string& name, bool exi
   return dir;
 }
 
+// Ultralytics' save_metrics: "%23s," per key, "%23.5g," per value; the columns are `epoch` then
+// EpochMetrics::named().
 std::string results_csv_header() {
-  const char* columns[] = {"epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss", "metrics/precision(B)",
-                           "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss",
-                           "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"};
   std::string line;
   char buf[64];
-  for (const char* c : columns) {
-    std::snprintf(buf, sizeof(buf), "%23s,", c);
+  std::snprintf(buf, sizeof(buf), "%23s,", "epoch");
+  line += buf;
+  for (const auto& [name, value] : EpochMetrics().named()) {
+    std::snprintf(buf, sizeof(buf), "%23s,", name.c_str());
     line += buf;
   }
   line.pop_back();
@@ -105,13 +106,12 @@ std::string results_csv_header() {
 }
 
 std::string results_csv_row(const EpochMetrics& m) {
-  const double values[] = {double(m.epoch), m.box_loss,     m.cls_loss,     m.dfl_loss, m.precision,
-                           m.recall,        m.map50,        m.map,          m.val_box_loss, m.val_cls_loss,
-                           m.val_dfl_loss,  m.lr_pg0,       m.lr_pg1,       m.lr_pg2};
   std::string line;
   char buf[64];
-  for (double v : values) {
-    std::snprintf(buf, sizeof(buf), "%23.5g,", v);
+  std::snprintf(buf, sizeof(buf), "%23.5g,", double(m.epoch));
+  line += buf;
+  for (const auto& [name, value] : m.named()) {
+    std::snprintf(buf, sizeof(buf), "%23.5g,", value);
     line += buf;
   }
   line.pop_back();

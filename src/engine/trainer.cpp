@@ -671,18 +671,18 @@ double Trainer::Run::elapsed() const {
 // Every rank learns rank 0's validation (and training time), so all decide the epoch's end alike.
 bool Trainer::Run::share_epoch_end(EpochMetrics& m, bool validated) {
   if (!ranks.active()) return validated;
-  const std::vector<double> v = ranks.broadcast_numbers(
-      {validated ? 1.0 : 0.0, m.precision, m.recall, m.map50, m.map, m.fitness, m.val_box_loss, m.val_cls_loss,
-       m.val_dfl_loss, elapsed()});
-  m.precision = v[1];
-  m.recall = v[2];
-  m.map50 = v[3];
-  m.map = v[4];
-  m.fitness = v[5];
-  m.val_box_loss = v[6];
-  m.val_cls_loss = v[7];
-  m.val_dfl_loss = v[8];
-  leader_elapsed = v[9];
+  // The validation's figures by name (metrics/*, val/*, fitness); the training ones are each rank's.
+  std::vector<std::string> names{"fitness"};
+  std::vector<double> numbers{validated ? 1.0 : 0.0, elapsed(), m.fitness};
+  for (const auto& [name, value] : m.named()) {
+    if (name.rfind("metrics/", 0) == 0 || name.rfind("val/", 0) == 0) {
+      names.push_back(name);
+      numbers.push_back(value);
+    }
+  }
+  const std::vector<double> v = ranks.broadcast_numbers(numbers);
+  for (size_t i = 0; i < names.size(); ++i) m.set(names[i], v[i + 2]);
+  leader_elapsed = v[1];
   return v[0] != 0.0;
 }
 

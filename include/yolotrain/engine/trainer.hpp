@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "yolotrain/engine/callback_list.hpp"
@@ -21,13 +22,20 @@ enum class RunOutcome { Completed, Stopped, Paused, Failed };
 /// "completed", "stopped", "paused" or "failed".
 const char* to_string(RunOutcome outcome) noexcept;
 
-/// Validation figures of one epoch (Ultralytics' box metrics).
+/// The figures of one epoch (Ultralytics' box metrics). named() lists them by Ultralytics' names
+/// in results.csv's order: the one place a figure's name lives (src/engine/epoch_metrics.cpp).
 struct EpochMetrics {
   std::int64_t epoch = 0;  ///< 1-based, as results.csv
   double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< training losses, running mean of the epoch
   double precision = 0, recall = 0, map50 = 0, map = 0, fitness = 0;
   double val_box_loss = 0, val_cls_loss = 0, val_dfl_loss = 0;
   double lr_pg0 = 0, lr_pg1 = 0, lr_pg2 = 0;
+
+  /// ("train/box_loss", ...), ("metrics/mAP50(B)", ...), ..., ("lr/pg2", ...): results.csv's
+  /// columns after `epoch`, in order (fitness is not among them, as in Ultralytics).
+  std::vector<std::pair<std::string, double>> named() const;
+  /// Sets the figure called `name` (a name of named(), or "fitness"); false when there is none.
+  bool set(const std::string& name, double value);
 };
 
 /// Where the training thread spent its time (wall seconds; on CUDA the kernels run

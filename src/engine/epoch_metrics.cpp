@@ -1,0 +1,49 @@
+// An epoch's figures by name: Ultralytics' metric keys (DetectionTrainer.label_loss_items with
+// prefix "train" / "val", DetMetrics.keys, "lr/pg0-2"), in results.csv's column order. Adding a
+// figure = a field in EpochMetrics and its row here; results.csv and the ranks' exchange read it.
+#include <utility>
+#include <vector>
+
+#include "yolotrain/engine/trainer.hpp"
+
+namespace yolotrain::engine {
+namespace {
+
+using Field = std::pair<const char*, double EpochMetrics::*>;
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      {"train/box_loss", &EpochMetrics::box_loss},     {"train/cls_loss", &EpochMetrics::cls_loss},
+      {"train/dfl_loss", &EpochMetrics::dfl_loss},     {"metrics/precision(B)", &EpochMetrics::precision},
+      {"metrics/recall(B)", &EpochMetrics::recall},    {"metrics/mAP50(B)", &EpochMetrics::map50},
+      {"metrics/mAP50-95(B)", &EpochMetrics::map},     {"val/box_loss", &EpochMetrics::val_box_loss},
+      {"val/cls_loss", &EpochMetrics::val_cls_loss},   {"val/dfl_loss", &EpochMetrics::val_dfl_loss},
+      {"lr/pg0", &EpochMetrics::lr_pg0},               {"lr/pg1", &EpochMetrics::lr_pg1},
+      {"lr/pg2", &EpochMetrics::lr_pg2}};
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> EpochMetrics::named() const {
+  std::vector<std::pair<std::string, double>> out;
+  out.reserve(fields().size());
+  for (const auto& [name, member] : fields()) out.emplace_back(name, this->*member);
+  return out;
+}
+
+bool EpochMetrics::set(const std::string& name, double value) {
+  if (name == "fitness") {
+    fitness = value;
+    return true;
+  }
+  for (const auto& [field, member] : fields()) {
+    if (name == field) {
+      this->*member = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace yolotrain::engine
