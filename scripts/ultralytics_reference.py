@@ -17,7 +17,7 @@ writes float32: the decoded [B, 4 + nc, A] output, then each level's raw [B, no,
   ultralytics_reference.py --yaml MODEL.yaml SCALE NC WEIGHTS INPUT.f32 B H W OUTPUT.f32
 does the same for a network built from a model YAML by a transcription of Ultralytics 8.3.58's
 parse_model and module constructors (build_model below: the scales no genuine file exists for),
-with the weights of WEIGHTS.txt ("name shape..." per line) / WEIGHTS.f32 (their float32 values).
+with the weights of WEIGHTS.txt (a state-dict name per line) / WEIGHTS.f32 (their float32 values).
 """
 import ast
 import importlib.machinery
@@ -403,14 +403,13 @@ def build_model(yaml_path, scale, nc):
 
 
 def load_raw_weights(model, index_path, data_path):
-    """Sets every float tensor named in the index ("name d0 d1 ..." per line) from the float32 file."""
+    """Sets every float tensor named in the index (a name per line) from the float32 file, in order."""
     data = torch.frombuffer(bytearray(open(data_path, "rb").read()), dtype=torch.float32)
     state = model.state_dict()
     offset = 0
     with torch.no_grad():
         for line in open(index_path):
-            name, *shape = line.split()
-            t = state[name]
+            t = state[line.strip()]
             count = t.numel()
             t.copy_(data[offset:offset + count].view(t.shape))
             offset += count

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 namespace yolotrain::engine {
 namespace {
@@ -27,6 +28,16 @@ void fit_line(const std::vector<double>& x, const std::vector<double>& y, double
   intercept = (sy - slope * sx) / n;
 }
 
+// `default_batch`, with what was printed so far and the reason.
+AutoBatchChoice fallback(std::vector<std::string> lines, const std::string& reason, std::int64_t default_batch) {
+  AutoBatchChoice c;
+  c.batch = default_batch;
+  c.fallback = true;
+  c.lines = std::move(lines);
+  c.lines.push_back(reason);
+  return c;
+}
+
 }  // namespace
 
 AutoBatchChoice choose_batch(const DeviceMemory& memory, const std::vector<std::int64_t>& sizes,
@@ -41,12 +52,13 @@ AutoBatchChoice choose_batch(const DeviceMemory& memory, const std::vector<std::
   }
   for (size_t i = 0; i < y.size(); ++i) x.push_back(static_cast<double>(sizes[i]));
   if (y.size() < 2) {
-    c.batch = default_batch;
-    c.fallback = true;
-    c.lines.push_back("AutoBatch: WARNING " + std::to_string(y.size()) +
-                      " batch size(s) ran without running out of memory, too few to fit; using default batch-size " +
-                      std::to_string(default_batch) + ".");
-    return c;
+    AutoBatchChoice too_few = fallback({}, "AutoBatch: WARNING " + std::to_string(y.size()) +
+                                               " batch size(s) ran without running out of memory, too few to fit; "
+                                               "using default batch-size " + std::to_string(default_batch) + ".",
+                                       default_batch);
+    too_few.sizes = sizes;
+    too_few.gb = gb;
+    return too_few;
   }
   fit_line(x, y, c.slope, c.intercept);
   const double b = (memory.free() * fraction - c.intercept) / c.slope;
@@ -74,13 +86,8 @@ AutoBatchChoice autobatch(MemoryProbe* probe, std::int64_t imgsz, double fractio
   std::vector<std::string> lines{"AutoBatch: Computing optimal batch size for imgsz=" + std::to_string(imgsz) +
                                  format(" at %.1f%% CUDA memory utilization.", fraction * 100)};
   if (probe == nullptr) {
-    AutoBatchChoice c;
-    c.batch = default_batch;
-    c.fallback = true;
-    c.lines = lines;
-    c.lines.push_back("AutoBatch: WARNING intended for CUDA devices, using default batch-size " +
-                      std::to_string(default_batch));
-    return c;
+    return fallback(lines, "AutoBatch: WARNING intended for CUDA devices, using default batch-size " +
+                               std::to_string(default_batch), default_batch);
   }
   try {
     const DeviceMemory memory = probe->memory();
@@ -95,13 +102,8 @@ AutoBatchChoice autobatch(MemoryProbe* probe, std::int64_t imgsz, double fractio
     c.lines.insert(c.lines.begin(), lines.begin(), lines.end());
     return c;
   } catch (const std::exception& e) {
-    AutoBatchChoice c;
-    c.batch = default_batch;
-    c.fallback = true;
-    c.lines = lines;
-    c.lines.push_back(std::string("AutoBatch: WARNING error detected: ") + e.what() + ", using default batch-size " +
-                      std::to_string(default_batch) + ".");
-    return c;
+    return fallback(lines, std::string("AutoBatch: WARNING error detected: ") + e.what() +
+                               ", using default batch-size " + std::to_string(default_batch) + ".", default_batch);
   }
 }
 

@@ -110,24 +110,12 @@ std::string emit(OnnxGraph& g, nn::ConvImpl& conv, const std::string& x) {
 }
 
 std::string emit(OnnxGraph& g, nn::BottleneckImpl& block, const std::string& x) {
-  std::string y;
-  {
-    auto scope = g.scope("cv1");
-    y = emit(g, *block.cv1, x);
-  }
-  {
-    auto scope = g.scope("cv2");
-    y = emit(g, *block.cv2, y);
-  }
+  const std::string y = scoped(g, "cv2", *block.cv2, scoped(g, "cv1", *block.cv1, x));
   return block.add ? g.node("Add", {x, y}) : y;
 }
 
 std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x) {
-  std::string y;
-  {
-    auto scope = g.scope("cv1");
-    y = emit(g, *block.cv1, x);
-  }
+  const std::string y = scoped(g, "cv1", *block.cv1, x);
   std::vector<std::string> parts{slice(g, y, 0, block.c, 1), slice(g, y, block.c, 2 * block.c, 1)};
   {
     auto m = g.scope("m");
@@ -138,9 +126,7 @@ std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x) {
       else parts.push_back(emit(g, *child->as<nn::BottleneckImpl>(), parts.back()));
     }
   }
-  const std::string cat = concat(g, parts, 1);
-  auto scope = g.scope("cv2");
-  return emit(g, *block.cv2, cat);
+  return scoped(g, "cv2", *block.cv2, concat(g, parts, 1));
 }
 
 std::string emit(OnnxGraph& g, nn::C3kImpl& block, const std::string& x) {
@@ -199,11 +185,7 @@ std::string emit(OnnxGraph& g, nn::C2PSAImpl& block, const std::string& x) {
 }
 
 std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x) {
-  std::vector<std::string> parts;
-  {
-    auto scope = g.scope("cv1");
-    parts.push_back(emit(g, *block.cv1, x));
-  }
+  std::vector<std::string> parts{scoped(g, "cv1", *block.cv1, x)};
   const std::int64_t k = block.options.k(), p = k / 2;
   {
     auto scope = g.scope("m");
@@ -212,9 +194,7 @@ std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x) {
                              {{"kernel_shape", Ints{k, k}}, {"pads", Ints{p, p, p, p}}, {"strides", Ints{1, 1}}}));
     }
   }
-  const std::string cat = concat(g, parts, 1);
-  auto scope = g.scope("cv2");
-  return emit(g, *block.cv2, cat);
+  return scoped(g, "cv2", *block.cv2, concat(g, parts, 1));
 }
 
 std::string emit(OnnxGraph& g, nn::UpsampleImpl& upsample, const std::string& x) {

@@ -141,9 +141,12 @@ std::string scale_from_weights(const lc::NamedTensors& tensors, const std::strin
     if (name != "model.0.conv.weight") continue;
     const int64_t c = t.size(0);
     if (family == "yolo11") {
-      // n 16, s 32, m and l 64 (l repeats its C3k2 blocks twice: model.2.m.1), x 96.
-      if (c == 64) return has_tensor(tensors, "model.2.m.1.cv1.conv.weight") ? "l" : "m";
-      if (c == 16 || c == 32 || c == 96) return c == 16 ? "n" : c == 32 ? "s" : "x";
+      switch (c) {
+        case 16: return "n";
+        case 32: return "s";
+        case 64: return has_tensor(tensors, "model.2.m.1.cv1.conv.weight") ? "l" : "m";  // l repeats C3k2 twice
+        case 96: return "x";
+      }
       throw Error(source + ": model.0.conv.weight has " + std::to_string(c) +
                   " channels, which is no YOLO11 scale (16 n, 32 s, 64 m/l, 96 x)");
     }

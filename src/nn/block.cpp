@@ -34,17 +34,12 @@ void C2fImpl::reset() {
   cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), 2 * c, 1, 1)));
   cv2 = register_module("cv2", Conv(ConvOptions((2 + o.n()) * c, o.c2(), 1, 1)));
   m = register_module("m", torch::nn::Sequential());
+  const double bottleneck_e = o.blocks() == C2fBlocks::C3k2 ? 0.5 : 1.0;  // C3k2's Bottleneck(c, c) default
   for (int64_t i = 0; i < o.n(); ++i) {
-    switch (o.blocks()) {
-      case C2fBlocks::Bottleneck:
-        m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(1.0)));
-        break;
-      case C2fBlocks::C3k2:
-        m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(0.5)));
-        break;
-      case C2fBlocks::C3k2WithC3k:
-        m->push_back(C3k(C3kOptions(c, c).n(2).shortcut(o.shortcut()).g(o.g())));
-        break;
+    if (o.blocks() == C2fBlocks::C3k2WithC3k) {
+      m->push_back(C3k(C3kOptions(c, c).n(2).shortcut(o.shortcut()).g(o.g())));
+    } else {
+      m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(bottleneck_e)));
     }
   }
 }

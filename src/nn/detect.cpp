@@ -92,7 +92,7 @@ at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw) {
 void DetectImpl::bias_init() {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < stride.size() && i < cv2->size(); ++i) {
-    cv2[i]->as<torch::nn::SequentialImpl>()->ptr<torch::nn::Conv2dImpl>(2)->bias.fill_(1.0);
+    cv2[i]->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(1.0);
     const double s = stride[i];
     const double v = std::log(5.0 / static_cast<double>(options.nc()) / std::pow(640.0 / s, 2));
     cv3[i]->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(v);
