@@ -11,7 +11,11 @@ packages=(
   libopenblas0-pthread
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
   python3-torch python3-onnx python3-yaml
+  libcurl4-openssl-dev libpugixml-dev
+  awscli
 )
+# awscli: the S3 tests cross-check yolotrain's S3 client with an independent one (Debian's aws,
+# /usr/bin/aws), against s3rver (from npm, below).
 # node runs ONNX Runtime (onnxruntime-node, from npm) in the ONNX export tests; Debian's nodejs
 # and npm when no node is installed (a node from elsewhere is used as it is).
 if ! command -v node >/dev/null; then packages+=(nodejs npm); fi
@@ -37,11 +41,26 @@ install_onnxruntime() {
   (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
     echo "install-deps: WARNING npm could not install onnxruntime-node; the ONNX Runtime tests will skip" >&2
 }
+# s3rver (an S3 API server, run by node) into tests/s3rver/node_modules, at the version
+# package-lock.json pins; no package of it has an install script that is needed. A failure is a
+# warning: the S3 tests then skip, saying why.
+install_s3rver() {
+  local dir="$root/tests/s3rver"
+  if [ -f "$dir/node_modules/s3rver/bin/s3rver.js" ]; then return 0; fi
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: WARNING no npm; the S3 tests will skip" >&2
+    return 0
+  fi
+  echo "install-deps: npm ci --ignore-scripts in tests/s3rver (s3rver)"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
+    echo "install-deps: WARNING npm could not install s3rver; the S3 tests will skip" >&2
+}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
   install_onnxruntime
+  install_s3rver
   exit 0
 fi
 
@@ -56,3 +75,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 install_onnxruntime
+install_s3rver

@@ -63,7 +63,7 @@ const std::vector<Spec>& specs() {
       {"rect", &C::rect, "rectangular training batches"},
       {"cos_lr", &C::cos_lr, "cosine learning-rate schedule"},
       {"close_mosaic", &C::close_mosaic, "last epochs trained without mosaic", 0, 1e6},
-      {"resume", &C::resume, "false | true (newest checkpoint of the run folder) | a checkpoint path"},
+      {"resume", &C::resume, "false | true (newest checkpoint of the run folder, or of remote=) | a checkpoint path | s3://BUCKET/PREFIX"},
       {"amp", &C::amp, "true: fp16 autocast + gradient scaler on CUDA (off on the CPU, as Ultralytics) | false | bf16: bfloat16 autocast (CPU or CUDA)",
        -kInf, kInf, {"true", "false", "bf16"}},
       {"fraction", &C::fraction, "fraction of the training set to use", 1e-9, 1},
@@ -104,6 +104,9 @@ const std::vector<Spec>& specs() {
        -kInf, kInf, {"cache", "offload", "exit"}},
       {"status_interval", &C::status_interval, "seconds between status.json progress writes", 0.01, 1e6},
       {"metrics_file", &C::metrics_file, "Prometheus textfile to keep up to date; '': off"},
+      {"remote", &C::remote, "'' | s3://BUCKET/PREFIX: upload checkpoints, results.csv, args.yaml, status.json there "
+                             "(credentials and endpoint from AWS_* variables); resume=true then resumes from it"},
+      {"remote_timeout", &C::remote_timeout, "seconds a stop waits for the final upload to the remote", 0, 1e6},
       {"deadline", &C::deadline, "stop with a checkpoint and exit 75 at: 90m, 2h30m, 3600s, HH:MM or YYYY-MM-DDTHH:MM"},
       {"threads", &C::threads, "intra-op threads; 0: one per core (per rank: cores / ranks on the machine)", 0, 1024},
       {"dist_timeout", &C::dist_timeout,

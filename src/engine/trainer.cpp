@@ -20,6 +20,7 @@
 #include "optimizer.hpp"
 #include "progress_line.hpp"
 #include "rank_group.hpp"
+#include "remote_run.hpp"
 #include "run_folder.hpp"
 #include "training_memory_probe.hpp"
 #include "validation.hpp"
@@ -37,6 +38,7 @@
 #include "yolotrain/lifecycle/folder_lock.hpp"
 #include "yolotrain/lifecycle/host_memory.hpp"
 #include "yolotrain/lifecycle/pause.hpp"
+#include "yolotrain/lifecycle/s3_client.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/nn/detection_model.hpp"
@@ -85,7 +87,7 @@ namespace {
 const char* const kResumeOverridable[] = {
     "epochs",        "patience",          "time",          "deadline",     "save_interval", "pause_release",
     "status_interval", "metrics_file",    "workers",       "threads",      "device",        "keep_last",
-    "dist_timeout",    "verbose",
+    "dist_timeout",    "verbose",         "remote",        "remote_timeout",
     "signal_stop",   "signal_pause",      "signal_resume", "signal_checkpoint", "signal_suspend", "save_period"};
 
 std::string extra(const lc::CheckpointMeta& meta, const std::string& key, const std::string& fallback = "0") {
@@ -125,6 +127,7 @@ struct Trainer::Run {
   std::unique_ptr<plots::PlotWriter> plot_writer;  // rank 0 with plots=true: pictures off this thread
   std::unique_ptr<lc::CheckpointStore> store;
   std::unique_ptr<lc::RunStatus> status;
+  std::unique_ptr<detail::RemoteRun> remote;  // rank 0 with remote=: the run folder mirrored to a bucket
   std::optional<lc::FolderLock> folder_lock;  // rank 0: held for the whole run
   fs::path locked_dir;
   std::ofstream log_file;
@@ -153,6 +156,8 @@ struct Trainer::Run {
   void find_resume_checkpoint();
   fs::path find_resume_checkpoint_leader();
   void lock_run_dir();
+  void open_remote(bool fresh);
+  void finish_remote();
   void adopt_stored_config();
   void load_data();
   void build();
@@ -242,9 +247,14 @@ void Trainer::Run::lock_run_dir() {
 
 // The run folder, and the checkpoint to resume from (loaded into resume_from; empty: none).
 fs::path Trainer::Run::find_resume_checkpoint_leader() {
+  if (lc::S3Location::is_url(cfg.resume)) {  // resume=s3://...: that bucket, into project/name
+    if (cfg.remote.empty()) cfg.remote = cfg.resume;
+    cfg.resume = "true";
+  }
   if (cfg.resume == "false") {
     run_dir = make_run_dir(cfg.project, cfg.name, cfg.exist_ok);
     lock_run_dir();
+    open_remote(/*fresh=*/true);
     return {};
   }
   fs::path target = cfg.resume == "true" ? fs::path(cfg.project) / cfg.name : fs::path(cfg.resume);
@@ -260,7 +270,6 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
     throw ConfigError("resume=" + cfg.resume + ": no such checkpoint or run folder; give a .ytckpt file, a run folder "
                       "(project/name) or resume=true");
   }
-  fs::path found_path = target;
   if (fs::is_regular_file(target)) {
     if (target.extension() != ".ytckpt") {
       throw ConfigError("resume=" + target.string() + ": not a yolo_train checkpoint (.ytckpt); to start from "
@@ -268,31 +277,52 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
     }
     run_dir = target.parent_path().parent_path();
     lock_run_dir();
+    open_remote(/*fresh=*/false);
     resume_from = lc::CheckpointStore::load(target);
-  } else {
-    run_dir = target;
-    lock_run_dir();
-    lc::CheckpointStore probe({target / "weights", 2, "", "last", {}});
-    lc::LoadResult found = probe.load_latest();
-    for (const auto& s : found.skipped) {
-      std::cout << "resume: skipping " << s.path.string() << " (" << s.reason << "); trying the previous one"
-                << std::endl;
-    }
-    if (!found.checkpoint && !found.skipped.empty()) {
-      throw Error("resume: no usable checkpoint in " + (target / "weights").string() +
-                  " (see above); move the damaged files away to start over");
-    }
-    resume_from = std::move(found.checkpoint);
-    found_path = found.path;
-    if (!resume_from) {
-      std::cout << "resume: no checkpoint in " << (target / "weights").string() << " yet; starting from scratch"
-                << std::endl;
-      run_dir = make_run_dir(cfg.project, cfg.name, true);
-      lock_run_dir();
-      return {};
-    }
+    return target;
   }
-  return found_path;
+  run_dir = target;
+  lock_run_dir();
+  open_remote(/*fresh=*/false);
+  lc::CheckpointStore probe({target / "weights", 2, "", "last", {}});
+  lc::LoadResult found = probe.load_latest();
+  for (const auto& s : found.skipped) {
+    std::cout << "resume: skipping " << s.path.string() << " (" << s.reason << "); trying the previous one"
+              << std::endl;
+  }
+  // The bucket's newest checkpoint when it is newer than the folder's (a new machine has none).
+  const fs::path fetched = remote ? remote->fetch_newer(found.checkpoint ? found.checkpoint->meta.step : -1) : fs::path();
+  if (!fetched.empty()) {
+    resume_from = lc::CheckpointStore::load(fetched);
+    return fetched;
+  }
+  if (!found.checkpoint && !found.skipped.empty()) {
+    throw Error("resume: no usable checkpoint in " + (target / "weights").string() +
+                " (see above); move the damaged files away to start over");
+  }
+  resume_from = std::move(found.checkpoint);
+  if (!resume_from) {
+    std::cout << "resume: no checkpoint in " << (target / "weights").string() << (remote ? " nor in " + cfg.remote : "")
+              << " yet; starting from scratch" << std::endl;
+    run_dir = make_run_dir(cfg.project, cfg.name, true);
+    lock_run_dir();
+    if (remote && run_dir != target) open_remote(/*fresh=*/true);
+    return {};
+  }
+  return found.path;
+}
+
+// remote=: the bucket checked before any training; a fresh run refuses a prefix holding a run.
+void Trainer::Run::open_remote(bool fresh) {
+  if (cfg.remote.empty()) return;
+  remote = std::make_unique<detail::RemoteRun>(cfg.remote, run_dir, static_cast<int>(cfg.keep_last),
+                                               [this](const std::string& line) { say(line); });
+  if (fresh) remote->refuse_existing_run();
+}
+
+// A stop waits for the final checkpoint's upload at most remote_timeout seconds.
+void Trainer::Run::finish_remote() {
+  if (remote) result.remote_uploaded = remote->finish(cfg.remote_timeout, result.last_checkpoint);
 }
 
 // The stored arguments win, except those a resumed run may change.
@@ -448,6 +478,7 @@ void Trainer::Run::build() {
                                std::to_string(model->nc());
   store = std::make_unique<lc::CheckpointStore>(
       lc::CheckpointStoreOptions{run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
+  if (remote) store->set_remote(remote->mirror());
 }
 
 // batch=-1 / 0.xx (Ultralytics' _setup_train: check_train_batch_size before the optimizer, whose
@@ -886,6 +917,7 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
     if (improved) store->save_pinned(snapshot(done), "best");
     if (cfg.save_period > 0 && epoch % cfg.save_period == 0) store->save_pinned(snapshot(done), "epoch" + std::to_string(epoch));
   }
+  if (remote) remote->upload_run_files();
   if (cb.on_epoch_end) cb.on_epoch_end(m);
   if (patience_out) result.reason = "early stopping: no improvement in " + std::to_string(cfg.patience) + " epochs";
   if (out_of_time) result.reason = "time limit of " + exact(cfg.time) + " h reached";
@@ -912,6 +944,7 @@ RunResult Trainer::Run::run() {
       ranks.leader() ? run_dir / "status.json" : fs::path(),
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));
   if (!cfg.metrics_file.empty() && ranks.leader()) status->set_textfile(cfg.metrics_file);
+  if (remote) remote->report_to(*status);
   if (resume_from) restore();
   resume_from.reset();
   if (ranks.active()) {  // every rank starts from rank 0's weights, as DDP does
@@ -922,6 +955,7 @@ RunResult Trainer::Run::run() {
         " per rank");
   }
   if (ranks.leader()) lc::atomic_write(run_dir / "args.yaml", cfg.to_yaml());
+  if (remote) remote->upload_run_files();
   deadline = cfg.deadline_at(std::chrono::system_clock::now());
   set_state(lc::RunState::Running);
   if (cb.on_train_start) cb.on_train_start(progress());
@@ -972,6 +1006,7 @@ RunResult Trainer::Run::run() {
     set_state(lc::RunState::Completed);
   }
   finish_plots();
+  finish_remote();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.
   ranks.barrier();
@@ -1030,6 +1065,7 @@ RunResult Trainer::run(lc::ControlToken& token) {
       std::cerr << "yolotrain: could not checkpoint after the failure: " << save_error.what() << std::endl;
     }
     run.set_state(lc::RunState::Failed);
+    run.finish_remote();
     result = run.result;
     result.outcome = RunOutcome::Failed;
     result.reason = e.what();

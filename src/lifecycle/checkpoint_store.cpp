@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/remote_mirror.hpp"
 #include "yolotrain/lifecycle/sha256.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
 
@@ -71,16 +72,9 @@ CheckpointMeta decode_meta(const std::string& text) {
   throw Error("checkpoint " + path.string() + ": " + why);
 }
 
-// Reads and checks the fixed header against the file size.
-FixedHeader read_header(std::ifstream& in, const fs::path& path) {
-  if (!in) invalid(path, std::string("cannot open: ") + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::uint64_t>(in.tellg());
-  in.seekg(0);
+// Checks the fixed header (the first min(size, 96) bytes at `raw`) against the file's size.
+FixedHeader parse_header(const char* raw, std::uint64_t size, const fs::path& path) {
   if (size == 0) invalid(path, "file is empty");
-  char raw[kHeaderBytes] = {};
-  const auto head = static_cast<std::streamsize>(std::min<std::uint64_t>(size, kHeaderBytes));
-  if (!in.read(raw, head)) invalid(path, "read error");
   if (size >= sizeof(kMagic) && std::memcmp(raw, kMagic, sizeof(kMagic)) != 0) {
     invalid(path, "not a yolotrain checkpoint (wrong magic bytes)");
   }
@@ -107,20 +101,35 @@ FixedHeader read_header(std::ifstream& in, const fs::path& path) {
   return h;
 }
 
+// Reads the fixed header of a file and checks it against the file's size.
+FixedHeader read_header(std::ifstream& in, const fs::path& path) {
+  if (!in) invalid(path, std::string("cannot open: ") + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  char raw[kHeaderBytes] = {};
+  const auto head = static_cast<std::streamsize>(std::min<std::uint64_t>(size, kHeaderBytes));
+  if (size > 0 && !in.read(raw, head)) invalid(path, "read error");
+  return parse_header(raw, size, path);
+}
+
 std::string read_exact(std::ifstream& in, std::uint64_t n, const fs::path& path) {
   std::string out(n, '\0');
   if (!in.read(out.data(), static_cast<std::streamsize>(n))) invalid(path, "read error");
   return out;
 }
 
-CheckpointMeta read_verified_meta(std::ifstream& in, const FixedHeader& h, const fs::path& path) {
-  const std::string text = read_exact(in, h.meta_bytes, path);
+CheckpointMeta decode_verified_meta(std::string_view text, const FixedHeader& h, const fs::path& path) {
   if (Sha256().update(text).digest() != h.meta_sha) invalid(path, "metadata checksum mismatch (corrupt)");
   try {
-    return decode_meta(text);
+    return decode_meta(std::string(text));
   } catch (const nlohmann::json::exception& e) {
     invalid(path, std::string("metadata is malformed: ") + e.what());
   }
+}
+
+CheckpointMeta read_verified_meta(std::ifstream& in, const FixedHeader& h, const fs::path& path) {
+  return decode_verified_meta(read_exact(in, h.meta_bytes, path), h, path);
 }
 
 std::optional<std::int64_t> rotating_step(const fs::path& p, const std::string& prefix) {
@@ -241,6 +250,16 @@ Checkpoint CheckpointStore::load(const fs::path& path) {
   return ckpt;
 }
 
+CheckpointMeta CheckpointStore::verify(std::string_view bytes, const std::string& name) {
+  const fs::path path(name);
+  const FixedHeader h = parse_header(bytes.data(), bytes.size(), path);
+  CheckpointMeta meta = decode_verified_meta(bytes.substr(kHeaderBytes, h.meta_bytes), h, path);
+  if (Sha256().update(bytes.substr(kHeaderBytes + h.meta_bytes)).digest() != h.payload_sha) {
+    invalid(path, "payload checksum mismatch (corrupt)");
+  }
+  return meta;
+}
+
 void CheckpointStore::write(const Checkpoint& checkpoint, const fs::path& target) const {
   const auto [head, payload] = encode_parts(checkpoint);
   atomic_write(target, {head, payload}, options_.write);
@@ -253,13 +272,25 @@ fs::path CheckpointStore::write_rotating(Checkpoint checkpoint) {
   char digits[32];
   std::snprintf(digits, sizeof(digits), "%012lld", static_cast<long long>(checkpoint.meta.step));
   const fs::path path = options_.dir / (options_.prefix + "-" + digits + kExtension);
+  const std::int64_t step = checkpoint.meta.step;
   write(checkpoint, path);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     last_saved_ = {path, std::move(checkpoint.meta)};
   }
   rotate();
+  if (auto remote = remote_mirror()) remote->upload_checkpoint(path, step);
   return path;
+}
+
+void CheckpointStore::set_remote(std::shared_ptr<RemoteMirror> remote) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  remote_ = std::move(remote);
+}
+
+std::shared_ptr<RemoteMirror> CheckpointStore::remote_mirror() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return remote_;
 }
 
 fs::path CheckpointStore::save(const Checkpoint& checkpoint) {
@@ -273,6 +304,7 @@ fs::path CheckpointStore::save_pinned(const Checkpoint& checkpoint, const std::s
   named.meta.model = options_.model;
   const fs::path path = options_.dir / (name + kExtension);
   write(named, path);
+  if (auto remote = remote_mirror()) remote->upload_file(path);
   return path;
 }
 

@@ -95,6 +95,12 @@ void RunStatus::set_error(const std::string& message) {
   write_locked();
 }
 
+void RunStatus::set_remote(const RemoteUploadStatus& remote) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  remote_ = remote;
+  write_locked();
+}
+
 void RunStatus::set_textfile(const std::filesystem::path& path, const std::string& run) {
   std::lock_guard<std::mutex> lock(mutex_);
   textfile_ = path;
@@ -142,6 +148,19 @@ void RunStatus::write_locked() {
   }
   j["metrics"] = metrics_;
   j["error"] = error_ ? nlohmann::ordered_json(*error_) : nlohmann::ordered_json(nullptr);
+  if (remote_) {
+    const auto& r = *remote_;
+    j["remote"] = {{"url", r.url},
+                   {"last_uploaded_step", r.last_uploaded_step >= 0 ? nlohmann::ordered_json(r.last_uploaded_step)
+                                                                    : nlohmann::ordered_json(nullptr)},
+                   {"last_uploaded", r.last_uploaded},
+                   {"last_uploaded_time", r.last_uploaded_time},
+                   {"pending", r.pending},
+                   {"retries", r.retries},
+                   {"last_error", r.last_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.last_error)},
+                   {"bytes", r.bytes},
+                   {"seconds", r.seconds}};
+  }
   try {
     atomic_write(file_, j.dump(2) + "\n");
     if (!textfile_.empty()) atomic_write(textfile_, prometheus_text(j, run_label_));

@@ -71,6 +71,8 @@ struct TrainConfig {
   std::string pause_release = "cache";  ///< cache | offload | exit
   double status_interval = 5;        ///< seconds between status.json progress writes
   std::string metrics_file = "";     ///< Prometheus textfile path; "": off
+  std::string remote = "";           ///< "" | s3://BUCKET/PREFIX: the run folder mirrored there (docs/remote.md)
+  double remote_timeout = 20;        ///< seconds a stop waits for the final upload
   std::string deadline = "";         ///< "" | duration (90m, 2h30m, 3600s) | clock time HH:MM | YYYY-MM-DDTHH:MM[:SS]
   std::int64_t threads = 0;          ///< intra-op threads; 0: one per core (per rank: cores / ranks per machine)
   double dist_timeout = 1800;        ///< seconds a collective may wait for the other ranks

@@ -65,6 +65,9 @@ struct RunResult {
   std::filesystem::path last_checkpoint;
   std::optional<EpochMetrics> metrics;  ///< the last validation (of best.ytckpt once completed)
   bool peer_lost = false;        ///< another rank died or stopped answering (exit 69)
+  /// With remote=: whether every upload (the final checkpoint among them) reached the bucket
+  /// within remote_timeout; empty without remote=.
+  std::optional<bool> remote_uploaded;
   StepTimings timings;           ///< where this process spent its time
   /// The exit code yolo_train uses: 0 completed, 128+signal, 75 to be resumed, 1 failed,
   /// 69 a rank of a multi-process run was lost (torchrun --max-restarts then resumes).

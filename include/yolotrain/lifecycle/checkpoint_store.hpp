@@ -7,7 +7,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -15,6 +17,8 @@
 #include "yolotrain/lifecycle/safetensors.hpp"
 
 namespace yolotrain::lifecycle {
+
+class RemoteMirror;
 
 /// The checkpoint file format this build writes; it reads this one and older ones.
 constexpr int kCheckpointFormatVersion = 1;
@@ -85,6 +89,9 @@ class CheckpointStore {
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
+  /// From now on, every checkpoint written (rotating and pinned) is handed to `remote` for
+  /// upload to object storage once it is on disk (see RemoteMirror); nullptr: none.
+  void set_remote(std::shared_ptr<RemoteMirror> remote);
   /// Writes a rotating checkpoint now and returns its path.
   std::filesystem::path save(const Checkpoint& checkpoint);
   /// Writes "<name>.ytckpt" (e.g. "best"), outside the rotation.
@@ -115,6 +122,9 @@ class CheckpointStore {
   static std::string encode(const Checkpoint& checkpoint);
   /// Reads and verifies a file's header and metadata only (fast: no tensors).
   static CheckpointMeta read_meta(const std::filesystem::path& path);
+  /// Verifies a whole file's bytes (header, both checksums) without decoding its tensors;
+  /// throws yolotrain::Error naming `name` and what is wrong.
+  static CheckpointMeta verify(std::string_view bytes, const std::string& name);
   /// Reads and fully verifies a file.
   static Checkpoint load(const std::filesystem::path& path);
 
@@ -124,6 +134,7 @@ class CheckpointStore {
   void rotate();
   void writer_loop();
   void rethrow_pending_error();
+  std::shared_ptr<RemoteMirror> remote_mirror() const;
   std::string model_mismatch(const CheckpointMeta& meta) const;
 
   CheckpointStoreOptions options_;
@@ -136,6 +147,7 @@ class CheckpointStore {
   std::exception_ptr pending_error_;
   std::optional<std::string> last_error_;
   std::optional<std::pair<std::filesystem::path, CheckpointMeta>> last_saved_;
+  std::shared_ptr<RemoteMirror> remote_;
   std::thread writer_;
 };
 

@@ -20,6 +20,19 @@ const char* to_string(RunState state) noexcept;
 /// Resident memory of this process in bytes (from /proc/self/statm), or 0 if unknown.
 std::int64_t resident_bytes() noexcept;
 
+/// How a run's mirror to object storage stands (status.json's "remote"; see RemoteMirror).
+struct RemoteUploadStatus {
+  std::string url;                      ///< s3://bucket/prefix
+  std::int64_t last_uploaded_step = -1; ///< newest rotating checkpoint confirmed in the bucket
+  std::string last_uploaded;            ///< the last object confirmed (a name under the prefix)
+  double last_uploaded_time = 0;        ///< Unix seconds
+  std::size_t pending = 0;              ///< uploads waiting or in flight
+  std::size_t retries = 0;              ///< transient failures retried so far
+  std::string last_error;               ///< "" when the last attempt succeeded
+  std::uint64_t bytes = 0;              ///< bytes uploaded
+  double seconds = 0;                   ///< time spent uploading them
+};
+
 /// Keeps `status.json` (or any path) up to date: rewritten atomically on every state change,
 /// checkpoint and request, and at most every `interval` for progress. A failed write is reported
 /// once on stderr and through last_error(); it never interrupts training.
@@ -51,6 +64,8 @@ class RunStatus {
   /// Also writes the figures as a Prometheus textfile at `path` (atomically, on every write),
   /// labelled run="<run>" (default: the folder holding the status file). Empty path: off.
   void set_textfile(const std::filesystem::path& path, const std::string& run = "");
+  /// Records the state of the run's remote mirror and writes now.
+  void set_remote(const RemoteUploadStatus& remote);
   /// Writes now.
   void write();
   /// Writes if `interval` passed since the last write.
@@ -78,6 +93,7 @@ class RunStatus {
   double checkpoint_time_ = 0;
   std::vector<std::pair<double, std::string>> requests_;
   std::optional<std::string> error_;
+  std::optional<RemoteUploadStatus> remote_;
   std::optional<std::string> write_error_;
 };
 
