@@ -1,6 +1,8 @@
 #include "remote_run.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "yolotrain/error.hpp"
 
@@ -17,6 +19,19 @@ std::string seconds(double s) {
   return buf;
 }
 
+// The bucket answers: a transient failure (a 503, a refused connection) is tried again three
+// times over 3.5 s before the run is refused.
+void check_access(const lc::S3Client& client, const lc::S3Location& location) {
+  for (double wait_s = 0.5;; wait_s *= 2) {
+    try {
+      return client.check_access(location.key(""));
+    } catch (const lc::S3Error& e) {
+      if (!e.transient || wait_s > 2) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+  }
+}
+
 }  // namespace
 
 RemoteRun::RemoteRun(const std::string& url, const fs::path& run_dir, int keep_last, Say say)
@@ -24,7 +39,7 @@ RemoteRun::RemoteRun(const std::string& url, const fs::path& run_dir, int keep_l
   try {
     const lc::S3Location location = lc::S3Location::parse(url);
     lc::S3Client client(lc::S3Settings::from_environment(), location.bucket);
-    client.check_access(location.key(""));
+    check_access(client, location);
     lc::RemoteMirrorOptions options;
     options.keep_last = keep_last;
     mirror_ = std::make_shared<lc::RemoteMirror>(std::move(client), location, run_dir_, options);

@@ -114,13 +114,14 @@ void RemoteMirror::worker_loop() {
     queue_.pop_front();
     const Job job = *in_flight_;
     lock.unlock();
-    bool retry = false;
+    bool retry = false, cancelled = false;
     std::string error;
     const auto t0 = Clock::now();
     try {
       upload(job);
     } catch (const S3Error& e) {
       error = e.what();
+      cancelled = e.code == "cancelled";
       retry = e.transient && !cancel_;
     } catch (const std::exception& e) {
       error = e.what();
@@ -141,14 +142,15 @@ void RemoteMirror::worker_loop() {
       });
       if (retry && !superseded) {
         ++status_.retries;
-        backoff_s_ = backoff_s_ == 0 ? options_.backoff_initial_s : std::min(backoff_s_ * 2, options_.backoff_max_s);
+        const double cap = finishing_ ? std::min(1.0, options_.backoff_max_s) : options_.backoff_max_s;  // a stop is short
+        backoff_s_ = backoff_s_ == 0 ? options_.backoff_initial_s : std::min(backoff_s_ * 2, cap);
         retry_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(backoff_s_));
         queue_.push_front(job);
       }
     }
     status_.pending = queue_.size();
     lock.unlock();
-    if (!error.empty() && !retry) std::cerr << "yolotrain: remote: " << error << " (not retried)" << std::endl;
+    if (!error.empty() && !retry && !cancelled) std::cerr << "yolotrain: remote: " << error << " (not retried)" << std::endl;
     notify();
     lock.lock();
     cv_.notify_all();
@@ -185,6 +187,8 @@ RemoteFinish RemoteMirror::finish(double timeout_s) {
   const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::unique_lock<std::mutex> lock(mutex_);
   retry_at_ = Clock::now();  // a stop retries at once rather than after the backoff
+  backoff_s_ = 0;
+  finishing_ = true;
   cv_.notify_all();
   cv_.wait_until(lock, until, [this] { return queue_.empty() && !in_flight_; });
   RemoteFinish out;
@@ -200,6 +204,7 @@ RemoteFinish RemoteMirror::finish(double timeout_s) {
     cv_.wait_for(lock, std::chrono::seconds(3), [this] { return !in_flight_; });
     cancel_ = false;
   }
+  finishing_ = false;
   return out;
 }
 

@@ -33,7 +33,7 @@ std::string base64_md5(const std::string& data) {
 }
 
 struct Transfer {
-  const std::string* body = nullptr;
+  std::string_view body;
   std::size_t sent = 0;
   S3Response* response = nullptr;
   const std::atomic<bool>* cancel = nullptr;
@@ -41,8 +41,8 @@ struct Transfer {
 
 std::size_t on_read(char* out, std::size_t size, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
-  const std::size_t take = std::min(size * n, t->body->size() - t->sent);
-  std::memcpy(out, t->body->data() + t->sent, take);
+  const std::size_t take = std::min(size * n, t->body.size() - t->sent);
+  std::memcpy(out, t->body.data() + t->sent, take);
   t->sent += take;
   return take;
 }
@@ -150,7 +150,7 @@ S3Response S3Client::send(const S3Request& request, const std::atomic<bool>* can
   std::unique_ptr<curl_slist, CurlFree> connect_to(raw_connect);
 
   S3Response response;
-  Transfer transfer{&request.body, 0, &response, cancel};
+  Transfer transfer{request.body, 0, &response, cancel};
   const std::string sigv4 = "aws:amz:" + settings_.region + ":s3";
   curl_easy_setopt(c, CURLOPT_URL, target.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
@@ -208,20 +208,31 @@ void S3Client::fail(const std::string& what, const std::string& key, const S3Res
   throw S3Error(text, response.status, code, transient_answer(response.status, code));
 }
 
+S3Response S3Client::call(const std::string& what, const S3Request& request, const std::string& shown_key,
+                          const std::atomic<bool>* cancel) const {
+  try {
+    return send(request, cancel);
+  } catch (const S3Error& e) {
+    std::string text = "S3 " + what + " s3://" + bucket_ + "/" + shown_key + " at " + settings_.endpoint + ": " + e.code;
+    if (e.transient) text += " (is the endpoint right? it comes from AWS_ENDPOINT_URL, else AWS's for the region)";
+    throw S3Error(text, 0, e.code, e.transient);
+  }
+}
+
 void S3Client::put_object(const std::string& key, const std::string& data, const std::atomic<bool>* cancel) const {
   S3Request r;
   r.method = "PUT";
   r.key = key;
-  r.body = data;  // one copy per upload; a checkpoint upload is rare beside training steps
+  r.body = data;
   r.headers = {"Content-MD5: " + base64_md5(data), "Content-Type: application/octet-stream"};
-  const S3Response response = send(r, cancel);
+  const S3Response response = call("PUT", r, key, cancel);
   if (response.status != 200) fail("PUT", key, response);
 }
 
 std::string S3Client::get_object(const std::string& key, const std::atomic<bool>* cancel) const {
   S3Request r;
   r.key = key;
-  S3Response response = send(r, cancel);
+  S3Response response = call("GET", r, key, cancel);
   if (response.status != 200) fail("GET", key, response);
   return std::move(response.body);
 }
@@ -230,7 +241,7 @@ void S3Client::delete_object(const std::string& key) const {
   S3Request r;
   r.method = "DELETE";
   r.key = key;
-  const S3Response response = send(r);
+  const S3Response response = call("DELETE", r, key);
   if (response.status != 204 && response.status != 200 && response.status != 404) fail("DELETE", key, response);
 }
 
@@ -241,7 +252,7 @@ std::vector<S3Object> S3Client::list_objects(const std::string& prefix, std::siz
     S3Request r;
     r.query = {{"list-type", "2"}, {"max-keys", std::to_string(page_size)}, {"prefix", prefix}};
     if (!token.empty()) r.query.emplace_back("continuation-token", token);
-    const S3Response response = send(r);
+    const S3Response response = call("LIST", r, prefix + "*");
     if (response.status != 200) fail("LIST", prefix + "*", response);
     pugi::xml_document doc;
     if (!doc.load_buffer(response.body.data(), response.body.size())) {
@@ -266,7 +277,7 @@ std::vector<S3Object> S3Client::list_objects(const std::string& prefix, std::siz
 void S3Client::check_access(const std::string& prefix) const {
   S3Request r;
   r.query = {{"list-type", "2"}, {"max-keys", "1"}, {"prefix", prefix}};
-  const S3Response response = send(r);
+  const S3Response response = call("LIST", r, prefix + "*");
   if (response.status != 200) fail("LIST", prefix + "*", response);
 }
 

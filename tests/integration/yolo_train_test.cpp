@@ -22,6 +22,7 @@
 
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
+#include "train_runs.hpp"
 
 namespace fs = std::filesystem;
 namespace yt = yolotrain::test;
@@ -38,38 +39,10 @@ using yt::reached_step;
 using yt::run_to_end;
 using yt::status_of;
 
-const fs::path& dataset() { return yt::tiny_shapes_dataset(); }
-
-std::vector<std::string> train_args(const fs::path& project, std::vector<std::string> extra = {}) {
-  std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
-                                "workers=2", "threads=1", "project=" + project.string(), "name=run",
-                                "save_interval=0", "status_interval=0.01"};  // status.json: every step
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
-
-// The exported EMA weights of the run's newest checkpoint, as bytes.
-std::string exported_weights(const fs::path& run_dir, const fs::path& out) {
-  yolotrain::lifecycle::CheckpointStore store({run_dir / "weights", 2, "", "last", {}});
-  const auto newest = store.checkpoints();
-  REQUIRE_FALSE(newest.empty());
-  const Finished f = run_to_end({YOLO_TRAIN_PATH, "export", "model=" + newest.front().string()}, out);
-  INFO(f.output);
-  REQUIRE(f.code == 0);
-  return yt::slurp(fs::path(newest.front()).replace_extension(".safetensors"));
-}
-
-// The exported weights of an uninterrupted run (computed once).
-const std::string& baseline() {
-  static yt::TempDir dir;
-  static const std::string weights = [] {
-    const Finished f = run_to_end(train_args(dir.path()), dir / "out.txt");
-    INFO(f.output);
-    REQUIRE(f.code == 0);
-    return exported_weights(dir / "run", dir / "export.txt");
-  }();
-  return weights;
-}
+using yt::baseline;
+using yt::dataset;
+using yt::exported_weights;
+using yt::train_args;
 
 }  // namespace
 

@@ -93,6 +93,7 @@ class RemoteMirror {
   std::optional<Job> in_flight_;
   std::chrono::steady_clock::time_point retry_at_{};
   double backoff_s_ = 0;
+  bool finishing_ = false;  // finish() is waiting: retries at most a second apart
   RemoteUploadStatus status_;
   std::mutex listener_mutex_;  // held while the listener runs; set_listener() waits for it
   std::function<void(const RemoteUploadStatus&)> listener_;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,7 +74,7 @@ struct S3Request {
   std::string key;  ///< "" = the bucket itself
   std::vector<std::pair<std::string, std::string>> query;
   std::vector<std::string> headers;  ///< "Name: value"
-  std::string body;
+  std::string_view body;             ///< not copied: it must outlive send()
   bool bucket_in_host = true;  ///< false: the service root (no bucket), e.g. ListBuckets
 };
 
@@ -116,6 +117,9 @@ class S3Client {
   std::string url(const std::string& key, bool bucket_in_host = true) const;
 
  private:
+  // send(), its failures named as the other messages name them (s3://bucket/key at endpoint).
+  S3Response call(const std::string& what, const S3Request& request, const std::string& shown_key,
+                  const std::atomic<bool>* cancel = nullptr) const;
   [[noreturn]] void fail(const std::string& what, const std::string& key, const S3Response& response) const;
 
   S3Settings settings_;
