@@ -5,6 +5,10 @@
 #include <iostream>
 #include <sstream>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "yolotrain/lifecycle/atomic_file.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
 
@@ -13,6 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int kUploadNice = 10;  // the upload thread's niceness, above the training threads' 0
 
 double seconds_since_unix_epoch() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -102,6 +108,8 @@ void RemoteMirror::notify() {
 
 void RemoteMirror::worker_loop() {
   block_lifecycle_signals_in_this_thread();
+  // Uploads are background work: this thread yields the CPU to training (Linux: a thread's nice).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kUploadNice);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait_until(lock, retry_at_, [this] { return shutdown_ || (!queue_.empty() && Clock::now() >= retry_at_); });
