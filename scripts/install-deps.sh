@@ -11,6 +11,7 @@ packages=(
   libopenblas0-pthread
   libonnx-dev libprotobuf-dev libopencv-dnn-dev
   python3-torch python3-onnx python3-yaml
+  protobuf-compiler python3-crc32c
   libcurl4-openssl-dev libpugixml-dev
   awscli
 )
@@ -27,40 +28,31 @@ for p in "${packages[@]}"; do
   fi
 done
 
-# onnxruntime-node into tests/onnxruntime/node_modules, at the version package-lock.json pins. Its
-# install script only fetches optional GPU binaries (from a host this network may not reach), so
-# it is skipped. A failure is a warning: the ONNX Runtime tests then skip, saying why.
-install_onnxruntime() {
-  local dir="$root/tests/onnxruntime"
-  if [ -d "$dir/node_modules/onnxruntime-node" ]; then return 0; fi
+# The npm packages the tests run under node, each into tests/<dir>/node_modules at the version its
+# package-lock.json pins, with --ignore-scripts: onnxruntime-node's install script only fetches
+# optional GPU binaries (from a host this network may not reach); s3rver (an S3 API server) needs
+# none. A failure is a warning: those tests then skip, saying why.
+#   install_npm_package DIR FILE-THAT-SAYS-INSTALLED WHAT TESTS
+install_npm_package() {
+  local dir="$root/tests/$1"
+  if [ -e "$dir/node_modules/$2" ]; then return 0; fi
   if ! command -v npm >/dev/null; then
-    echo "install-deps: WARNING no npm; the ONNX Runtime tests will skip" >&2
+    echo "install-deps: WARNING no npm; the $4 tests will skip" >&2
     return 0
   fi
-  echo "install-deps: npm ci --ignore-scripts in tests/onnxruntime (onnxruntime-node)"
+  echo "install-deps: npm ci --ignore-scripts in tests/$1 ($3)"
   (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
-    echo "install-deps: WARNING npm could not install onnxruntime-node; the ONNX Runtime tests will skip" >&2
+    echo "install-deps: WARNING npm could not install $3; the $4 tests will skip" >&2
 }
-# s3rver (an S3 API server, run by node) into tests/s3rver/node_modules, at the version
-# package-lock.json pins; no package of it has an install script that is needed. A failure is a
-# warning: the S3 tests then skip, saying why.
-install_s3rver() {
-  local dir="$root/tests/s3rver"
-  if [ -f "$dir/node_modules/s3rver/bin/s3rver.js" ]; then return 0; fi
-  if ! command -v npm >/dev/null; then
-    echo "install-deps: WARNING no npm; the S3 tests will skip" >&2
-    return 0
-  fi
-  echo "install-deps: npm ci --ignore-scripts in tests/s3rver (s3rver)"
-  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) ||
-    echo "install-deps: WARNING npm could not install s3rver; the S3 tests will skip" >&2
+install_npm_packages() {
+  install_npm_package onnxruntime onnxruntime-node onnxruntime-node "ONNX Runtime"
+  install_npm_package s3rver s3rver/bin/s3rver.js s3rver S3
 }
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
-  install_onnxruntime
-  install_s3rver
+  install_npm_packages
   exit 0
 fi
 
@@ -74,5 +66,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-install_onnxruntime
-install_s3rver
+install_npm_packages

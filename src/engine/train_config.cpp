@@ -73,6 +73,8 @@ const std::vector<Spec>& specs() {
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
       {"plots", &C::plots, "write results.png, train_batch0-2.jpg and the final validation's pictures, curves and confusion_matrix.csv"},
+      {"tensorboard", &C::tensorboard, "write TensorBoard events (events.out.tfevents.<time>.<host>) in the run folder: "
+                                       "epoch metrics, per-step losses and lr, the run's pictures"},
       {"verbose", &C::verbose, "print a progress line per batch and the per-class table at the end"},
       {"lr0", &C::lr0, "initial learning rate", 1e-12, 10},
       {"lrf", &C::lrf, "final learning rate as a fraction of lr0", 0, 1},
@@ -105,7 +107,8 @@ const std::vector<Spec>& specs() {
       {"status_interval", &C::status_interval, "seconds between status.json progress writes", 0.01, 1e6},
       {"metrics_file", &C::metrics_file, "Prometheus textfile to keep up to date; '': off"},
       {"remote", &C::remote, "'' | s3://BUCKET/PREFIX: upload checkpoints, results.csv, args.yaml, status.json there "
-                             "(credentials and endpoint from AWS_* variables); resume=true then resumes from it"},
+                             "(credentials and endpoint from AWS_* variables); resume=true then resumes from it; off: "
+                             "a resumed run stops mirroring"},
       {"remote_timeout", &C::remote_timeout, "seconds a stop waits for the final upload to the remote", 0, 1e6},
       {"deadline", &C::deadline, "stop with a checkpoint and exit 75 at: 90m, 2h30m, 3600s, HH:MM or YYYY-MM-DDTHH:MM"},
       {"threads", &C::threads, "intra-op threads; 0: one per core (per rank: cores / ranks on the machine)", 0, 1024},

@@ -30,6 +30,7 @@
 #include "yolotrain/data/rng.hpp"
 #include "yolotrain/engine/autobatch.hpp"
 #include "yolotrain/engine/model_ema.hpp"
+#include "yolotrain/engine/tensorboard_logger.hpp"
 #include "yolotrain/dist/process_group.hpp"
 #include "yolotrain/dist/watchdog.hpp"
 #include "yolotrain/error.hpp"
@@ -87,7 +88,7 @@ namespace {
 const char* const kResumeOverridable[] = {
     "epochs",        "patience",          "time",          "deadline",     "save_interval", "pause_release",
     "status_interval", "metrics_file",    "workers",       "threads",      "device",        "keep_last",
-    "dist_timeout",    "verbose",         "remote",        "remote_timeout",
+    "dist_timeout",    "verbose",         "remote",        "remote_timeout", "tensorboard",
     "signal_stop",   "signal_pause",      "signal_resume", "signal_checkpoint", "signal_suspend", "save_period"};
 
 std::string extra(const lc::CheckpointMeta& meta, const std::string& key, const std::string& fallback = "0") {
@@ -105,10 +106,10 @@ std::string exact(double v) {
 
 // Everything one run holds; Trainer::run() creates it, runs it and throws it away.
 struct Trainer::Run {
-  Run(TrainConfig cfg, TrainerCallbacks& cb, lc::ControlToken& token) : cfg(std::move(cfg)), cb(cb), token(token) {}
+  Run(TrainConfig cfg, const TrainerCallbacks& cb, lc::ControlToken& token) : cfg(std::move(cfg)), cb(cb), token(token) {}
 
   TrainConfig cfg;
-  TrainerCallbacks& cb;
+  TrainerCallbacks cb;  // the program's listeners, then the run's own (TensorBoard)
   lc::ControlToken& token;
   RankGroup ranks;  // the other processes of a torchrun launch; a pass-through when alone
   double leader_elapsed = -1;  // rank 0's training time at this epoch's end (all ranks decide alike)
@@ -128,6 +129,7 @@ struct Trainer::Run {
   std::unique_ptr<lc::CheckpointStore> store;
   std::unique_ptr<lc::RunStatus> status;
   std::unique_ptr<detail::RemoteRun> remote;  // rank 0 with remote=: the run folder mirrored to a bucket
+  std::unique_ptr<TensorBoardLogger> tensorboard;  // rank 0 with tensorboard=true
   std::optional<lc::FolderLock> folder_lock;  // rank 0: held for the whole run
   fs::path locked_dir;
   std::ofstream log_file;
@@ -231,6 +233,7 @@ void Trainer::Run::find_resume_checkpoint() {
   const fs::path shared = ranks.broadcast_string(checkpoint.string());
   if (!ranks.leader() && !shared.empty()) resume_from = lc::CheckpointStore::load(shared);
   if (resume_from) adopt_stored_config();
+  if (ranks.leader() && !remote) open_remote(/*fresh=*/false);  // the stored remote= keeps mirroring
 }
 
 // One writer per run folder (rank 0 for the group): a second process on it is refused.
@@ -314,7 +317,7 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
 
 // remote=: the bucket checked before any training; a fresh run refuses a prefix holding a run.
 void Trainer::Run::open_remote(bool fresh) {
-  if (cfg.remote.empty()) return;
+  if (cfg.remote.empty() || cfg.remote == "off") return;
   remote = std::make_unique<detail::RemoteRun>(cfg.remote, run_dir, static_cast<int>(cfg.keep_last),
                                                [this](const std::string& line) { say(line); });
   if (fresh) remote->refuse_existing_run();
@@ -926,7 +929,9 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
 }
 
 TrainerProgress Trainer::Run::progress() const {
-  return {epoch, cfg.epochs, batch, nb, step(), tloss[0], tloss[1], tloss[2]};
+  std::array<double, 3> lr{};
+  for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, g);
+  return {epoch, cfg.epochs, batch, nb, step(), tloss[0], tloss[1], tloss[2], lr};
 }
 
 RunResult Trainer::Run::run() {
@@ -947,6 +952,10 @@ RunResult Trainer::Run::run() {
   if (remote) remote->report_to(*status);
   if (resume_from) restore();
   resume_from.reset();
+  if (cfg.tensorboard && ranks.leader()) {  // after restore: the stream continues at this position
+    tensorboard = std::make_unique<TensorBoardLogger>(run_dir, step(), epoch);
+    tensorboard->listen(cb);
+  }
   if (ranks.active()) {  // every rank starts from rank 0's weights, as DDP does
     std::vector<at::Tensor> state;
     for (const auto& [name, t] : nn::state_dict(*model)) state.push_back(t);
@@ -1006,6 +1015,11 @@ RunResult Trainer::Run::run() {
     set_state(lc::RunState::Completed);
   }
   finish_plots();
+  if (tensorboard) {
+    for (const char* picture : {"results.png", "val_batch0_pred.jpg", "PR_curve.png"}) {
+      tensorboard->add_picture(run_dir / picture, step());
+    }
+  }
   finish_remote();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <thread>
 
+#include "s3_server.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
 
@@ -149,6 +150,36 @@ TEST_CASE("SIGTERM to one rank stops both at the same step and the run resumes o
   CHECK_THAT(one.output, Catch::Contains("resumed from step " + std::to_string(stopped_at)));
   const std::string csv = yt::slurp(tmp / "run" / "results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+}
+
+TEST_CASE("two ranks with remote=: rank 0 uploads, and with the folder gone both ranks resume from the bucket",
+          "[integration][s3]") {
+  if (const auto why = yt::S3Server::unavailable()) {
+    WARN("S3 test skipped: " << *why);
+    return;
+  }
+  yt::S3Server server("runs");
+  yt::ScopedEnv env({{"AWS_ACCESS_KEY_ID", yt::S3Server::access_key()},
+                     {"AWS_SECRET_ACCESS_KEY", yt::S3Server::secret_key()},
+                     {"AWS_ENDPOINT_URL", server.endpoint()},
+                     {"AWS_REGION", std::string("us-east-1")}});
+  yt::TempDir tmp;
+  auto ranks = start_ranks(tmp.path(), {"remote=s3://runs/ddp"});
+  REQUIRE(yt::wait_for_step(tmp / "run", 2));
+  kill(ranks[1].pid, SIGTERM);
+  CHECK(wait_all(ranks, 60s) == std::vector<int>{143, 143});
+  INFO(outputs(tmp.path()));
+  const std::int64_t stopped_at = yt::status_of(tmp / "run")["step"];
+  CHECK_THAT(yt::slurp(tmp / "rank0.txt"), Catch::Contains("remote: every upload confirmed"));
+  CHECK_THAT(yt::slurp(tmp / "rank1.txt"), !Catch::Contains("remote:"));  // rank 0 alone talks to the bucket
+  yt::remove_tree(tmp / "run");
+  auto again = start_ranks(tmp.path(), {"remote=s3://runs/ddp", "resume=true"});
+  CHECK(wait_all(again, 300s) == std::vector<int>{0, 0});
+  INFO(outputs(tmp.path()));
+  CHECK_THAT(yt::slurp(tmp / "rank0.txt"), Catch::Contains("resume: downloaded s3://runs/ddp/weights/") &&
+                                               Catch::Contains("resumed from step " + std::to_string(stopped_at)));
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);  // the whole run's epochs, from the checkpoint
 }
 
 TEST_CASE("a pause sent to one rank pauses both and a resume sent to the other resumes both", "[integration]") {

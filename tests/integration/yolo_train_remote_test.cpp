@@ -244,5 +244,27 @@ TEST_CASE("remote=: the server killed mid-run and restarted: training goes on an
   CHECK(steps.front() == 8);
   CHECK(steps.size() <= 2);
   CHECK(client_of(server).get_object("exp/results.csv") == yt::slurp(tmp / "run/results.csv"));
-  CHECK(yt::status_of(tmp / "run")["remote"]["retries"].get<int>() >= 2);
+  CHECK(proxy.stat("injected_5xx") == 3);   // every one answered, and the run went on
+  CHECK(proxy.stat("upstream_errors") >= 1);  // requests that met the killed server
+}
+
+TEST_CASE("a resumed run keeps mirroring where its checkpoint says, and remote=off stops it", "[integration][s3]") {
+  REQUIRE_S3_SERVER();
+  yt::S3Server server("runs");
+  yt::ScopedEnv env(aws_env(server.endpoint()));
+  yt::TempDir tmp;
+  train_and_sigterm(yt::train_args(tmp.path(), {"remote=s3://runs/kept", "epochs=3"}), tmp / "run", tmp / "out1.txt");
+  const std::string second = train_and_sigterm(yt::train_args(tmp.path(), {"resume=true", "epochs=3"}), tmp / "run",
+                                               tmp / "out2.txt", 7);
+  CHECK_THAT(second, Catch::Contains("remote: mirroring") && Catch::Contains("remote: every upload confirmed"));
+  const auto after_second = remote_steps(server, "kept");
+  REQUIRE_FALSE(after_second.empty());
+  CHECK(after_second.front() == yt::status_of(tmp / "run")["last_checkpoint"]["step"].get<std::int64_t>());
+  const yt::Finished third = yt::run_to_end(yt::train_args(tmp.path(), {"resume=true", "epochs=3", "remote=off"}),
+                                            tmp / "out3.txt");
+  INFO(third.output);
+  CHECK(third.code == 0);
+  CHECK_THAT(third.output, !Catch::Contains("remote:"));
+  CHECK(remote_steps(server, "kept") == after_second);
+  CHECK_THAT(yt::slurp(tmp / "run/args.yaml"), Catch::Contains("remote: off"));
 }

@@ -56,6 +56,7 @@ struct TrainConfig {
   double iou = 0.7;
   std::int64_t max_det = 300;
   bool plots = true;
+  bool tensorboard = false;         ///< events.out.tfevents.* in the run folder (TensorBoardLogger)
   bool verbose = true;              ///< progress line per batch, per-class table at the end
   // --- hyper-parameters
   double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
@@ -71,7 +72,7 @@ struct TrainConfig {
   std::string pause_release = "cache";  ///< cache | offload | exit
   double status_interval = 5;        ///< seconds between status.json progress writes
   std::string metrics_file = "";     ///< Prometheus textfile path; "": off
-  std::string remote = "";           ///< "" | s3://BUCKET/PREFIX: the run folder mirrored there (docs/remote.md)
+  std::string remote = "";           ///< "" | s3://BUCKET/PREFIX: the run folder mirrored there | off (docs/remote.md)
   double remote_timeout = 20;        ///< seconds a stop waits for the final upload
   std::string deadline = "";         ///< "" | duration (90m, 2h30m, 3600s) | clock time HH:MM | YYYY-MM-DDTHH:MM[:SS]
   std::int64_t threads = 0;          ///< intra-op threads; 0: one per core (per rank: cores / ranks per machine)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -82,6 +83,7 @@ struct TrainerProgress {
   std::int64_t batches = 0; ///< batches per epoch
   std::int64_t step = 0;    ///< batches trained in all
   double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< running means of the epoch
+  std::array<double, 3> lr{};  ///< learning rates of the parameter groups (lr/pg0-2)
 };
 
 /// The events a program that embeds the trainer can listen to. Each holds any number of

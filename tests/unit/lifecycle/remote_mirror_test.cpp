@@ -132,7 +132,7 @@ TEST_CASE("5xx answers are retried with backoff until the upload is confirmed", 
   CHECK(seen.back().last_error.empty());
 }
 
-TEST_CASE("with the server gone the upload waits and retries; restarted, it catches up; finish() is bounded",
+TEST_CASE("with the server gone the upload waits and retries, restarted it catches up, and finish() is bounded",
           "[lifecycle][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
@@ -179,7 +179,7 @@ TEST_CASE("a very slow server: finish() returns after its timeout and cancels th
   CHECK(std::chrono::steady_clock::now() - t0 < 8s);
 }
 
-TEST_CASE("a damaged checkpoint is never uploaded; a damaged remote one is skipped on download", "[lifecycle][s3]") {
+TEST_CASE("a damaged checkpoint is never uploaded and a damaged remote one is skipped on download", "[lifecycle][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::TempDir tmp;
