@@ -1,4 +1,5 @@
 #include "pipeline.hpp"
+#include "yolotrain/data/sample_source.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -35,7 +36,10 @@ struct Loaded {
 
 Image decode_resized(const PipelineContext& ctx, std::size_t record) {
   const LoaderOptions& opt = *ctx.options;
-  Labelled s{decode_image(ctx.dataset->records[record].image, opt.dct_scaling ? opt.imgsz : 0), {}};
+  const ImageRecord& rec = ctx.dataset->records[record];
+  Labelled s{rec.sample >= 0 ? ctx.dataset->source->sample(static_cast<std::size_t>(rec.sample)).image
+                             : decode_image(rec.image, opt.dct_scaling ? opt.imgsz : 0),
+             {}};
   resize_long_side(s, opt.imgsz);
   return std::move(s.image);
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "box_check.hpp"
 #include "labels_cache.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/image.hpp"
@@ -19,6 +20,28 @@
 namespace fs = std::filesystem;
 
 namespace yolotrain::data {
+
+std::string detail::check_box(const double v[5], int nc, float tol, Box& box, bool& clipped) {
+  if (!std::isfinite(v[0]) || v[0] != std::floor(v[0]) || v[0] < 0 || v[0] >= nc)
+    return "class " + std::to_string(v[0]) + " is not an integer in [0, " + std::to_string(nc) + ")";
+  for (int i = 1; i < 5; ++i)
+    if (!std::isfinite(v[i])) return "a coordinate is not a finite number";
+  double x1 = v[1] - v[3] / 2, y1 = v[2] - v[4] / 2, x2 = v[1] + v[3] / 2, y2 = v[2] + v[4] / 2;
+  for (double c : {v[1], v[2], v[3], v[4], x1, y1, x2, y2})
+    if (c < -tol || c > 1 + tol) return "coordinates out of [0, 1] (not normalized?)";
+  if (v[3] <= 0 || v[4] <= 0) return "degenerate box (width or height <= 0)";
+  // Overshoots up to 1e-6 are rounding of 6-decimal labels (x + w/2 = 1.0000000000000002): silent.
+  constexpr double kRounding = 1e-6;
+  clipped = x1 < -kRounding || y1 < -kRounding || x2 > 1 + kRounding || y2 > 1 + kRounding;
+  x1 = std::clamp(x1, 0.0, 1.0), y1 = std::clamp(y1, 0.0, 1.0);
+  x2 = std::clamp(x2, 0.0, 1.0), y2 = std::clamp(y2, 0.0, 1.0);
+  if (x2 - x1 <= 0 || y2 - y1 <= 0) return "degenerate box after clipping to the image";
+  box.cls = static_cast<int>(v[0]);
+  box.x = static_cast<float>((x1 + x2) / 2), box.y = static_cast<float>((y1 + y2) / 2);
+  box.w = static_cast<float>(x2 - x1), box.h = static_cast<float>(y2 - y1);
+  return "";
+}
+
 namespace {
 
 using detail::FileResult;
@@ -64,20 +87,7 @@ std::string parse_line(const std::string& line, int nc, float tol, Box& box, boo
   }
   if (v[0] != std::floor(v[0]) || v[0] < 0 || v[0] >= nc)
     return "class " + f[0] + " is not an integer in [0, " + std::to_string(nc) + ")";
-  double x1 = v[1] - v[3] / 2, y1 = v[2] - v[4] / 2, x2 = v[1] + v[3] / 2, y2 = v[2] + v[4] / 2;
-  for (double c : {v[1], v[2], v[3], v[4], x1, y1, x2, y2})
-    if (c < -tol || c > 1 + tol) return "coordinates out of [0, 1] (not normalized?)";
-  if (v[3] <= 0 || v[4] <= 0) return "degenerate box (width or height <= 0)";
-  // Overshoots up to 1e-6 are rounding of 6-decimal labels (x + w/2 = 1.0000000000000002): silent.
-  constexpr double kRounding = 1e-6;
-  clipped = x1 < -kRounding || y1 < -kRounding || x2 > 1 + kRounding || y2 > 1 + kRounding;
-  x1 = std::clamp(x1, 0.0, 1.0), y1 = std::clamp(y1, 0.0, 1.0);
-  x2 = std::clamp(x2, 0.0, 1.0), y2 = std::clamp(y2, 0.0, 1.0);
-  if (x2 - x1 <= 0 || y2 - y1 <= 0) return "degenerate box after clipping to the image";
-  box.cls = static_cast<int>(v[0]);
-  box.x = static_cast<float>((x1 + x2) / 2), box.y = static_cast<float>((y1 + y2) / 2);
-  box.w = static_cast<float>(x2 - x1), box.h = static_cast<float>(y2 - y1);
-  return "";
+  return detail::check_box(v, nc, tol, box, clipped);
 }
 
 /// Reads and validates a label file into `r`; false (with r.problem) on a bad file.

@@ -12,6 +12,7 @@
 #include "opencv_view.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/data/rng.hpp"
+#include "yolotrain/data/sample_source.hpp"
 #include "yolotrain/error.hpp"
 
 namespace fs = std::filesystem;
@@ -86,12 +87,17 @@ cv::Rect place_box(int side, const std::vector<cv::Rect>& taken, Rng& rng) {
   return {};
 }
 
-std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
+// One image of the set and its shapes (class, pixel rectangle), drawn from `rng`.
+struct Drawn {
+  Image image;
+  std::vector<std::pair<int, cv::Rect>> shapes;
+};
+
+Drawn draw_image(const ShapesOptions& o, Rng& rng) {
   const int s = o.imgsz;
-  Image image(s, s);
-  draw_background(image, rng);
-  cv::Mat m = detail::view(image);
-  std::string labels;
+  Drawn d{Image(s, s), {}};
+  draw_background(d.image, rng);
+  cv::Mat m = detail::view(d.image);
   std::vector<cv::Rect> taken;
   const int n = 1 + static_cast<int>(rng.below(4));
   for (int i = 0; i < n; ++i) {
@@ -100,20 +106,35 @@ std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
     if (box.empty()) continue;
     taken.push_back(box);
     draw_shape(m, cls, box, vivid_colour(rng));
+    d.shapes.emplace_back(cls, box);
+  }
+  return d;
+}
+
+// Writes the image as JPEG and returns its label file's text.
+std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
+  const Drawn d = draw_image(o, rng);
+  const double s = o.imgsz;
+  std::string labels;
+  for (const auto& [cls, box] : d.shapes) {
     char line[96];
     std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, (box.x + box.width / 2.0) / s,
                   (box.y + box.height / 2.0) / s, double(box.width) / s, double(box.height) / s);
     labels += line;
   }
-  write_bytes(jpg, encode_jpeg(image, o.quality));
+  write_bytes(jpg, encode_jpeg(d.image, o.quality));
   return labels;
+}
+
+Rng sample_rng(const ShapesOptions& o, const std::string& split, int index) {
+  return Rng(o.seed, split == "train" ? 0 : 1, static_cast<std::uint64_t>(index));
 }
 
 void write_split(const fs::path& out, const std::string& split, int count, const ShapesOptions& o) {
   fs::create_directories(out / "images" / split);
   fs::create_directories(out / "labels" / split);
   for (int i = 0; i < count; ++i) {
-    Rng rng(o.seed, split == "train" ? 0 : 1, static_cast<std::uint64_t>(i));
+    Rng rng = sample_rng(o, split, i);
     char name[32];
     std::snprintf(name, sizeof name, "%06d", i);
     const std::string labels = make_image(out / "images" / split / (std::string(name) + ".jpg"), o, rng);
@@ -126,6 +147,19 @@ void write_split(const fs::path& out, const std::string& split, int count, const
 const char* const* shapes_class_names(int* count) {
   if (count) *count = kClasses;
   return kNames;
+}
+
+Sample shapes_sample(const ShapesOptions& o, const std::string& split, int index) {
+  Rng rng = sample_rng(o, split, index);
+  Drawn d = draw_image(o, rng);
+  Sample sample{std::move(d.image), {}};
+  const double s = o.imgsz;
+  for (const auto& [cls, box] : d.shapes) {
+    sample.boxes.push_back({cls, static_cast<float>((box.x + box.width / 2.0) / s),
+                            static_cast<float>((box.y + box.height / 2.0) / s), static_cast<float>(box.width / s),
+                            static_cast<float>(box.height / s)});
+  }
+  return sample;
 }
 
 fs::path write_shapes_dataset(const fs::path& out, const ShapesOptions& o) {

@@ -91,6 +91,9 @@ const char* const kResumeOverridable[] = {
     "dist_timeout",    "verbose",         "remote",        "remote_timeout", "tensorboard",
     "signal_stop",   "signal_pause",      "signal_resume", "signal_checkpoint", "signal_suspend", "save_period"};
 
+// What args.yaml and checkpoints say for a run on a program's in-memory data.
+constexpr const char* kMemoryData = "memory";
+
 std::string extra(const lc::CheckpointMeta& meta, const std::string& key, const std::string& fallback = "0") {
   const auto it = meta.extra.find(key);
   return it == meta.extra.end() ? fallback : it->second;
@@ -106,11 +109,13 @@ std::string exact(double v) {
 
 // Everything one run holds; Trainer::run() creates it, runs it and throws it away.
 struct Trainer::Run {
-  Run(TrainConfig cfg, const TrainerCallbacks& cb, lc::ControlToken& token) : cfg(std::move(cfg)), cb(cb), token(token) {}
+  Run(TrainConfig cfg, const TrainerCallbacks& cb, lc::ControlToken& token, const std::optional<TrainingData>& given)
+      : cfg(std::move(cfg)), cb(cb), token(token), given(given) {}
 
   TrainConfig cfg;
   TrainerCallbacks cb;  // the program's listeners, then the run's own (TensorBoard)
   lc::ControlToken& token;
+  const std::optional<TrainingData>& given;  // a program's in-memory data instead of data=
   RankGroup ranks;  // the other processes of a torchrun launch; a pass-through when alone
   double leader_elapsed = -1;  // rank 0's training time at this epoch's end (all ranks decide alike)
   std::optional<lc::Checkpoint> resume_from;
@@ -162,6 +167,7 @@ struct Trainer::Run {
   void finish_remote();
   void adopt_stored_config();
   void load_data();
+  void load_data_yaml();
   void build();
   void restore();
   lc::Checkpoint snapshot(bool completed);
@@ -345,15 +351,13 @@ void Trainer::Run::adopt_stored_config() {
 }
 
 void Trainer::Run::load_data() {
-  if (ranks.active()) {  // rank 0 writes the built-in set on first use while the others wait
-    if (ranks.leader()) data_yaml(cfg);
-    ranks.barrier();
+  if (given) {  // a program's splits (data::memory_dataset)
+    train_set = given->train;
+    val_set = given->val;
+    data_config.names = train_set.names;
+  } else {
+    load_data_yaml();
   }
-  const fs::path yaml = data_yaml(cfg);
-  if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
-  data_config = data::load_data_yaml(yaml);
-  train_set = data::load_split(data_config, "train");
-  val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   say("train: " + train_set.report.summary());
   report_problems("train: ", train_set.report);
   say("val: " + val_set.report.summary());
@@ -370,6 +374,22 @@ void Trainer::Run::load_data() {
     merge_classes(val_set);
     data_config.names = {"item"};
   }
+}
+
+void Trainer::Run::load_data_yaml() {
+  if (cfg.data == kMemoryData) {
+    throw ConfigError("data=memory: this run trained on a program's in-memory samples (engine::TrainingData); "
+                      "resume it from that program, or give a data.yaml");
+  }
+  if (ranks.active()) {  // rank 0 writes the built-in set on first use while the others wait
+    if (ranks.leader()) data_yaml(cfg);
+    ranks.barrier();
+  }
+  const fs::path yaml = data_yaml(cfg);
+  if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
+  data_config = data::load_data_yaml(yaml);
+  train_set = data::load_split(data_config, "train");
+  val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
 }
 
 namespace {
@@ -1037,6 +1057,11 @@ RunResult Trainer::Run::run() {
 Trainer::Trainer(TrainConfig config, TrainerCallbacks callbacks)
     : config_(std::move(config)), callbacks_(std::move(callbacks)) {}
 
+Trainer::Trainer(TrainConfig config, TrainerCallbacks callbacks, TrainingData data)
+    : config_(std::move(config)), callbacks_(std::move(callbacks)), data_(std::move(data)) {
+  config_.data = kMemoryData;
+}
+
 Trainer::~Trainer() = default;
 
 namespace {
@@ -1053,7 +1078,7 @@ struct KeepFreedHostMemory {
 RunResult Trainer::run(lc::ControlToken& token) {
   lc::CudaGuard guard;
   KeepFreedHostMemory host_memory;
-  Run run(config_, callbacks_, token);
+  Run run(config_, callbacks_, token, data_);
   RunResult result;
   try {
     result = run.run();

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ struct ImageRecord {
   int width = 0;        ///< after EXIF orientation
   int orientation = 1;  ///< EXIF orientation tag
   std::vector<Box> boxes;  ///< empty: a background image
+  std::int64_t sample = -1;  ///< in a memory_dataset(): the SampleSource index; -1: the file `image`
 };
 
 /// A file that was skipped, and why.
@@ -70,12 +72,16 @@ struct LabelFile {
 /// what scan_images() does for each image's labels. A missing file is a background (no boxes).
 LabelFile read_label_file(const std::filesystem::path& label, int nc, float clip_tolerance = 0.01f);
 
+class SampleSource;
+
 /// A validated split: the usable images with their labels, and the scan report.
 struct Dataset {
   std::string split;
   std::vector<std::string> names;
   std::vector<ImageRecord> records;  ///< sorted by image path
   ScanReport report;
+  /// Where the pixels come from when they are not files (memory_dataset()); else null.
+  std::shared_ptr<const SampleSource> source;
   int nc() const { return static_cast<int>(names.size()); }
   std::size_t size() const { return records.size(); }
 };

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace yolotrain::data {
 
@@ -21,5 +22,10 @@ const char* const* shapes_class_names(int* count);
 /// the side, apart from each other, inside the image, on a muted gradient with light noise) to `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt and data.yaml
 /// (path: .). The bytes are a function of the options only. Returns the data.yaml path.
 std::filesystem::path write_shapes_dataset(const std::filesystem::path& out, const ShapesOptions& options = {});
+
+struct Sample;
+/// Image `index` of split `split` ("train" or "val") of that set, in memory: the pixels before
+/// JPEG encoding and the boxes as floats (the files hold them to 6 decimals).
+Sample shapes_sample(const ShapesOptions& options, const std::string& split, int index);
 
 }  // namespace yolotrain::data

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "yolotrain/data/dataset.hpp"
 #include "yolotrain/engine/callback_list.hpp"
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/lifecycle/control_token.hpp"
@@ -110,9 +111,19 @@ struct TrainerCallbacks {
 /// schedule, EMA, accumulation, validation, results.csv, best/last), inside yolotrain's lifecycle:
 /// the token is polled every batch and inside validation; stop, pause, checkpoint-now, deadline
 /// and time limits all end in a verified checkpoint from which a resumed run continues exactly.
+/// Data a program gives the trainer instead of `data=` (a data.yaml): its splits, e.g. from
+/// data::memory_dataset() over the program's own SampleSource. The run records `data: memory`;
+/// a resume must give the same data again (the same sample at every index: see SampleSource).
+struct TrainingData {
+  data::Dataset train;
+  data::Dataset val;  ///< may be the train split again, as a data.yaml without val
+};
+
 class Trainer {
  public:
   explicit Trainer(TrainConfig config, TrainerCallbacks callbacks = {});
+  /// Trains on `data` instead of config.data.
+  Trainer(TrainConfig config, TrainerCallbacks callbacks, TrainingData data);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -128,6 +139,7 @@ class Trainer {
   struct Run;
   TrainConfig config_;
   TrainerCallbacks callbacks_;
+  std::optional<TrainingData> data_;
 };
 
 /// Lets ATen use its AVX-512 kernels where the CPU has them (libtorch 1.13 defaults to AVX2 for
