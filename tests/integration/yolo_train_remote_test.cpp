@@ -227,6 +227,8 @@ TEST_CASE("remote=: the server killed mid-run and restarted: training goes on an
   proxy.set_5xx(2);
   std::this_thread::sleep_for(300ms);
   server.kill();
+  // Uploads meet the dead server (the proxy answers 502) and status.json says so.
+  REQUIRE(yt::wait_until([&] { return proxy.stat("upstream_errors") >= 1; }, 60s));
   REQUIRE(yt::wait_until(
       [&] {
         const auto s = yt::status_of(tmp / "run");
@@ -244,8 +246,7 @@ TEST_CASE("remote=: the server killed mid-run and restarted: training goes on an
   CHECK(steps.front() == 8);
   CHECK(steps.size() <= 2);
   CHECK(client_of(server).get_object("exp/results.csv") == yt::slurp(tmp / "run/results.csv"));
-  CHECK(proxy.stat("injected_5xx") == 3);   // every one answered, and the run went on
-  CHECK(proxy.stat("upstream_errors") >= 1);  // requests that met the killed server
+  CHECK(proxy.stat("injected_5xx") == 3);  // every one answered, and the run went on
 }
 
 TEST_CASE("a resumed run keeps mirroring where its checkpoint says, and remote=off stops it", "[integration][s3]") {
@@ -266,5 +267,5 @@ TEST_CASE("a resumed run keeps mirroring where its checkpoint says, and remote=o
   CHECK(third.code == 0);
   CHECK_THAT(third.output, !Catch::Contains("remote:"));
   CHECK(remote_steps(server, "kept") == after_second);
-  CHECK_THAT(yt::slurp(tmp / "run/args.yaml"), Catch::Contains("remote: off"));
+  CHECK_THAT(yt::slurp(tmp / "run/args.yaml"), Catch::Contains("remote: \"off\""));
 }
