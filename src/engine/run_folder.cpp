@@ -90,32 +90,4 @@ fs::path make_run_dir(const fs::path& project, const std::string& name, bool exi
   return dir;
 }
 
-// Ultralytics' save_metrics: "%23s," per key, "%23.5g," per value; the columns are `epoch` then
-// EpochMetrics::named().
-std::string results_csv_header() {
-  std::string line;
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%23s,", "epoch");
-  line += buf;
-  for (const auto& [name, value] : EpochMetrics().named()) {
-    std::snprintf(buf, sizeof(buf), "%23s,", name.c_str());
-    line += buf;
-  }
-  line.pop_back();
-  return line + "\n";
-}
-
-std::string results_csv_row(const EpochMetrics& m) {
-  std::string line;
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%23.5g,", double(m.epoch));
-  line += buf;
-  for (const auto& [name, value] : m.named()) {
-    std::snprintf(buf, sizeof(buf), "%23.5g,", value);
-    line += buf;
-  }
-  line.pop_back();
-  return line + "\n";
-}
-
 }  // namespace yolotrain::engine

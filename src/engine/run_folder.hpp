@@ -42,9 +42,4 @@ c10::Device run_device(const std::string& device, int local_rank = 0);
 /// training threads).
 int loader_workers(const TrainConfig& cfg);
 
-/// results.csv's header line (Ultralytics' columns, each right-aligned in 23 characters).
-std::string results_csv_header();
-/// One results.csv row for `m`, formatted as Ultralytics does (%23.5g).
-std::string results_csv_row(const EpochMetrics& m);
-
 }  // namespace yolotrain::engine

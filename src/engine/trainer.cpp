@@ -21,6 +21,7 @@
 #include "progress_line.hpp"
 #include "rank_group.hpp"
 #include "remote_run.hpp"
+#include "run_outputs.hpp"
 #include "run_folder.hpp"
 #include "training_memory_probe.hpp"
 #include "validation.hpp"
@@ -46,7 +47,6 @@
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/batch_plots.hpp"
-#include "yolotrain/plots/plot_results.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -142,7 +142,7 @@ struct Trainer::Run {
   std::int64_t epoch = 0, batch = 0, nb = 1, last_opt_step = -1, best_epoch = -1;
   double best_fitness = -1, elapsed_before = 0;
   std::array<double, 3> tloss{0, 0, 0};
-  std::string results_csv;
+  detail::ResultsCsv results;  // results.csv (its text travels in checkpoints)
   std::optional<EpochMetrics> last_metrics;
   std::int64_t saved_step = -1;
   Clock::time_point started = Clock::now(), last_save = Clock::now();
@@ -577,7 +577,7 @@ void Trainer::Run::restore() {
   scaler.scale_value = std::strtod(extra(c.meta, "scaler_scale", "0x1p+16").c_str(), nullptr);
   scaler.growth_tracker = std::stoll(extra(c.meta, "scaler_growth_tracker", "0"));
   elapsed_before = std::strtod(extra(c.meta, "elapsed_s").c_str(), nullptr);
-  results_csv = extra(c.meta, "results_csv", "");
+  results.restore(extra(c.meta, "results_csv", ""));
   saved_step = step();
   say("resumed from step " + std::to_string(step()) + " (epoch " + std::to_string(epoch + 1) + ", batch " +
       std::to_string(batch) + ")");
@@ -618,7 +618,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
                   {"elapsed_s", exact(elapsed())},
                   {"scaler_scale", exact(scaler.scale_value)},
                   {"scaler_growth_tracker", std::to_string(scaler.growth_tracker)},
-                  {"results_csv", results_csv},
+                  {"results_csv", results.text()},
                   {"completed", completed ? "1" : "0"}};
   c.tensors = lc::host_snapshot(live, store->take_spare());
   return c;
@@ -907,20 +907,8 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   m.lr_pg0 = group_lr(*optimizer, 0);
   m.lr_pg1 = group_lr(*optimizer, 1);
   m.lr_pg2 = group_lr(*optimizer, 2);
-  if (results_csv.empty()) results_csv = results_csv_header();
-  results_csv += results_csv_row(m);
-  lc::atomic_write(run_dir / "results.csv", results_csv);
-  if (plot_writer) plot_writer->submit(run_dir / "results.png", [csv = results_csv] { return plots::plot_results(csv); });
   last_metrics = m;
-  char line[256];
-  std::snprintf(line, sizeof(line), "epoch %lld/%lld: P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f (losses %.3f %.3f %.3f)",
-                static_cast<long long>(epoch + 1), static_cast<long long>(cfg.epochs), m.precision, m.recall,
-                m.map50, m.map, m.box_loss, m.cls_loss, m.dfl_loss);
-  say(line);
-  for (const auto& [name, value] : {std::pair<const char*, double>{"precision", m.precision}, {"recall", m.recall},
-                                    {"map50", m.map50}, {"map50_95", m.map}, {"fitness", m.fitness}}) {
-    status->set_metric(name, value);
-  }
+  if (cb.on_fit_epoch_end) cb.on_fit_epoch_end(m);  // results.csv, results.png, the line, status.json
   const bool improved = m.fitness > best_fitness;
   if (improved) {
     best_fitness = m.fitness;
@@ -969,6 +957,10 @@ RunResult Trainer::Run::run() {
       ranks.leader() ? run_dir / "status.json" : fs::path(),
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));
   if (!cfg.metrics_file.empty() && ranks.leader()) status->set_textfile(cfg.metrics_file);
+  results = detail::ResultsCsv(run_dir);
+  cb.on_fit_epoch_end = detail::epoch_outputs(
+      {&results, plot_writer.get(), status.get(), [this](const std::string& line) { say(line); }, cfg.epochs},
+      cb.on_fit_epoch_end);
   if (remote) remote->report_to(*status);
   if (resume_from) restore();
   resume_from.reset();

@@ -174,7 +174,12 @@ void RemoteMirror::upload(const Job& job) {
     std::lock_guard<std::mutex> lock(mutex_);
     status_.bytes += bytes->size();
   }
-  if (job.step >= 0) rotate(job);
+  if (job.step < 0) return;
+  try {
+    rotate(job);
+  } catch (const std::exception& e) {  // the upload stands; the next checkpoint's rotation tries again
+    std::cerr << "yolotrain: remote: keep_last: " << e.what() << std::endl;
+  }
 }
 
 // The bucket keeps the newest keep_last of the uploaded checkpoint's series; older ones go only

@@ -205,10 +205,17 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   callbacks.on_val_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("val " + std::to_string(m.epoch)); });
   callbacks.on_train_start.add([&](const yolotrain::engine::TrainerProgress&) { calls.push_back("start"); });
   callbacks.on_train_end.add([&](const yolotrain::engine::RunResult&) { calls.push_back("end"); });
+  // on_fit_epoch_end: after yolotrain's own outputs (the epoch's row is in results.csv already),
+  // before the epoch's checkpoint and on_epoch_end.
+  callbacks.on_fit_epoch_end.add([&](const yolotrain::engine::EpochMetrics& m) {
+    const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+    calls.push_back("fit " + std::to_string(m.epoch) + " rows " + std::to_string(std::count(csv.begin(), csv.end(), '\n') - 1));
+  });
   yolotrain::lifecycle::ControlToken token;
   const auto done = yolotrain::engine::Trainer(config, callbacks).run(token);
   CHECK(done.outcome == yolotrain::engine::RunOutcome::Completed);
-  CHECK(calls == std::vector<std::string>{"start", "val 1", "logger 1", "ui 1", "val 2", "logger 2", "ui 2", "end"});
+  CHECK(calls == std::vector<std::string>{"start", "val 1", "fit 1 rows 1", "logger 1", "ui 1", "val 2", "fit 2 rows 2",
+                                          "logger 2", "ui 2", "end"});
 
   // A listener's exception: the run fails, after a checkpoint of where it was.
   yt::TempDir tmp2;

@@ -28,6 +28,11 @@ class CallbackList {
     if (listener) listeners_.push_back(std::move(listener));
     return *this;
   }
+  /// Adds `other`'s listeners after the ones already there.
+  CallbackList& append(const CallbackList& other) {
+    listeners_.insert(listeners_.end(), other.listeners_.begin(), other.listeners_.end());
+    return *this;
+  }
   /// Calls every listener in the order added; an exception stops the list and propagates.
   void operator()(Args... args) const {
     for (const auto& listener : listeners_) listener(args...);

@@ -94,7 +94,12 @@ struct TrainerProgress {
 struct TrainerCallbacks {
   CallbackList<const TrainerProgress&> on_train_start;
   CallbackList<const TrainerProgress&> on_batch_end;
-  /// After each epoch's validation (or each epoch when `val=false`), with the epoch's figures.
+  /// An epoch's figures are complete (its losses, learning rates and validation), before its
+  /// checkpoint: yolotrain's own results.csv, results.png, epoch line and status.json figures
+  /// listen here first, then the program's (Ultralytics' on_fit_epoch_end).
+  CallbackList<const EpochMetrics&> on_fit_epoch_end;
+  /// After each epoch's validation (or each epoch when `val=false`) and its checkpoint, with the
+  /// epoch's figures.
   CallbackList<const EpochMetrics&> on_epoch_end;
   /// After a validation pass during training, with its figures (P, R, mAPs, validation losses).
   CallbackList<const EpochMetrics&> on_val_end;

@@ -1,7 +1,7 @@
 // An epoch's figures by name, and results.csv written from them with Ultralytics' bytes.
 #include <ATen/ATen.h>
 
-#include "run_folder.hpp"
+#include "run_outputs.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
 #include <catch2/catch.hpp>
