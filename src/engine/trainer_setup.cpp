@@ -1,0 +1,203 @@
+// Trainer::Run: its data (a data.yaml or a program's), the model, EMA, optimizer, loss and
+// loaders, AutoBatch, frozen layers.
+#include "trainer_run.hpp"
+
+namespace yolotrain::engine {
+using namespace run_detail;
+
+void Trainer::Run::load_data() {
+  if (given) {  // a program's splits (data::memory_dataset)
+    train_set = given->train;
+    val_set = given->val;
+    data_config.names = train_set.names;
+  } else {
+    load_data_yaml();
+  }
+  say("train: " + train_set.report.summary());
+  report_problems("train: ", train_set.report);
+  say("val: " + val_set.report.summary());
+  report_problems("val: ", val_set.report);
+  if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
+    const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(train_set.size())));
+    if (keep == 0) throw ConfigError("fraction=" + exact(cfg.fraction) + " leaves no training image of " +
+                                     std::to_string(train_set.size()));
+    train_set.records.resize(keep);
+    say("fraction=" + std::to_string(cfg.fraction) + ": training on the first " + std::to_string(keep) + " images");
+  }
+  if (cfg.single_cls) {  // every class becomes class 0, "item"
+    merge_classes(train_set);
+    merge_classes(val_set);
+    data_config.names = {"item"};
+  }
+}
+
+void Trainer::Run::load_data_yaml() {
+  if (cfg.data == kMemoryData) {
+    throw ConfigError("data=memory: this run trained on a program's in-memory samples (engine::TrainingData); "
+                      "resume it from that program, or give a data.yaml");
+  }
+  if (ranks.active()) {  // rank 0 writes the built-in set on first use while the others wait
+    if (ranks.leader()) data_yaml(cfg);
+    ranks.barrier();
+  }
+  const fs::path yaml = data_yaml(cfg);
+  if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
+  data_config = data::load_data_yaml(yaml);
+  train_set = data::load_split(data_config, "train");
+  val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
+}
+
+namespace {
+
+// The augmentation settings by name: a positional list would shift silently if a field moved.
+data::AugmentConfig augment_config(const TrainConfig& cfg) {
+  data::AugmentConfig a;
+  a.hsv_h = cfg.hsv_h;
+  a.hsv_s = cfg.hsv_s;
+  a.hsv_v = cfg.hsv_v;
+  a.degrees = cfg.degrees;
+  a.translate = cfg.translate;
+  a.scale = cfg.scale;
+  a.shear = cfg.shear;
+  a.perspective = cfg.perspective;
+  a.flipud = cfg.flipud;
+  a.fliplr = cfg.fliplr;
+  a.mosaic = cfg.mosaic;
+  a.mixup = cfg.mixup;
+  return a;
+}
+
+// Weights a run starts from (model=*.pt|*.ytckpt|*.safetensors, or pretrained=FILE).
+std::optional<io::ModelWeights> read_start_weights(const std::string& path) {
+  try {
+    return io::read_model_weights(path);
+  } catch (const Error& e) {
+    throw ConfigError(std::string(e.what()) + " (the weights to start training from)");
+  }
+}
+
+}  // namespace
+
+void Trainer::Run::build() {
+  device = run_device(cfg.device, ranks.local_rank());
+  torch::set_num_threads(intra_op_threads(cfg.threads, ranks.local_world_size()));
+  if (cfg.plots && ranks.leader()) plot_writer = std::make_unique<plots::PlotWriter>();
+  torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
+  const bool from_weights = io::is_weights_file(cfg.model);
+  std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
+  if (!start && cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);
+  // From weights, the architecture is theirs (Ultralytics: DetectionModel(weights.yaml, nc=data's nc)).
+  model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
+                                 .nc(data_config.nc())
+                                 .names(data_config.names));
+  if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
+    const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
+    say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of " +
+        std::to_string(model->max_stride()) + ", updating to " + std::to_string(rounded));
+    cfg.imgsz = rounded;
+  }
+  if (start && !resume_from) {  // a resumed run takes its weights from the checkpoint instead
+    const std::size_t n = nn::transfer_weights(*model, start->tensors);
+    say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
+        " items from pretrained weights (" + start->description + ")");
+  }
+  freeze_layers();
+  model->to(device);
+  amp = amp_mode(cfg.amp, device);
+  scaler = GradScaler(amp == AmpMode::Fp16Scaled);
+  if (cfg.autobatch > 0) resolve_autobatch();
+  // On the CPU, the measured faster layout (channels_last, docs/nn.md); batches follow it.
+  memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
+  nn::set_memory_format(*model, memory_format);
+  model->train();
+  ema = std::make_unique<ModelEMA>(model);
+  choice = choose_optimizer(cfg, static_cast<std::int64_t>(train_set.size()), data_config.nc());
+  if (resume_from) {  // the stored choice: extending epochs must not flip optimizer=auto
+    choice.name = extra(resume_from->meta, "optimizer", choice.name);
+    choice.lr = std::strtod(extra(resume_from->meta, "lr").c_str(), nullptr);
+    choice.momentum = std::strtod(extra(resume_from->meta, "momentum").c_str(), nullptr);
+    choice.warmup_bias_lr = std::strtod(extra(resume_from->meta, "warmup_bias_lr").c_str(), nullptr);
+  }
+  optimizer = build_optimizer(model, choice);
+  criterion = std::make_unique<loss::DetectionLoss>(model, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  if (cfg.batch % ranks.world_size() != 0) {
+    throw ConfigError("batch=" + std::to_string(cfg.batch) + " is the total over " + std::to_string(ranks.world_size()) +
+                      " ranks and must divide evenly; use a multiple of " + std::to_string(ranks.world_size()));
+  }
+  data::LoaderOptions train_opts;
+  train_opts.batch = static_cast<int>(cfg.batch / ranks.world_size());  // per rank, as Ultralytics divides it
+  train_opts.rank = ranks.rank();
+  train_opts.world_size = ranks.world_size();
+  train_opts.imgsz = static_cast<int>(cfg.imgsz);
+  train_opts.stride = static_cast<int>(model->max_stride());
+  train_opts.workers = loader_workers(cfg);
+  train_opts.seed = static_cast<std::uint64_t>(cfg.seed);
+  train_opts.hyp = augment_config(cfg);
+  train_opts.epochs = static_cast<int>(cfg.epochs);
+  train_opts.close_mosaic = static_cast<int>(cfg.close_mosaic);
+  train_opts.cache_ram = cfg.cache == "ram";
+  train_opts.rect = cfg.rect;
+  train_opts.pin_memory = device.is_cuda();  // as Ultralytics: a non-blocking copy of each batch
+  // A stop ends a wait for data at once; with several ranks the stop waits for the step's
+  // agreement instead (a rank leaving the step alone would desynchronise the collectives).
+  train_opts.token = ranks.active() ? nullptr : &token;
+  train_loader = std::make_unique<data::Loader>(train_set, train_opts);
+  data::LoaderOptions val_opts = train_opts;
+  val_opts.batch = train_opts.batch * 2;
+  val_opts.rank = 0;  // rank 0 validates the whole set
+  val_opts.world_size = 1;
+  val_opts.token = &token;
+  val_opts.augment = false;
+  val_opts.shuffle = false;
+  val_opts.rect = true;
+  val_loader = std::make_unique<data::Loader>(val_set, val_opts);
+  nb = train_loader->batches_per_epoch();
+  const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +
+                               std::to_string(model->nc());
+  store = std::make_unique<lc::CheckpointStore>(
+      lc::CheckpointStoreOptions{run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
+  if (remote) store->set_remote(remote->mirror());
+}
+
+// batch=-1 / 0.xx (Ultralytics' _setup_train: check_train_batch_size before the optimizer, whose
+// weight decay scales with the batch). The batch chosen replaces -1 in the config, so args.yaml
+// and the checkpoints hold it and a resumed run keeps it (Ultralytics' args.yaml keeps -1).
+void Trainer::Run::resolve_autobatch() {
+  const double fraction = cfg.autobatch;
+  cfg.autobatch = 0;
+  if (ranks.world_size() > 1) {  // Ultralytics' trainer, before it starts DDP
+    say("WARNING 'batch<1' for AutoBatch is incompatible with Multi-GPU training, setting default 'batch=16'");
+    cfg.batch = 16;
+    return;
+  }
+  std::unique_ptr<MemoryProbe> probe;
+  if (device.is_cuda()) probe = std::make_unique<detail::TrainingMemoryProbe>(model, device, cfg.imgsz, amp);
+  const AutoBatchChoice choice = autobatch(probe.get(), cfg.imgsz, fraction, 16);
+  for (const auto& line : choice.lines) say(line);
+  cfg.batch = choice.batch;
+}
+
+// As Ultralytics: the DFL conv always, plus `freeze` (the first N layers, or listed indices).
+void Trainer::Run::freeze_layers() {
+  std::vector<std::string> prefixes{".dfl"};
+  if (!cfg.freeze.empty()) {
+    std::vector<std::int64_t> layers;
+    if (cfg.freeze.find(',') == std::string::npos) {
+      for (std::int64_t i = 0; i < std::stoll(cfg.freeze); ++i) layers.push_back(i);
+    } else {
+      std::stringstream in(cfg.freeze);
+      for (std::string item; std::getline(in, item, ',');) layers.push_back(std::stoll(item));
+    }
+    for (auto i : layers) prefixes.push_back("model." + std::to_string(i) + ".");
+  }
+  std::int64_t frozen = 0;
+  for (auto& p : model->named_parameters()) {
+    bool freeze = false;
+    for (const auto& prefix : prefixes) freeze = freeze || p.key().find(prefix) != std::string::npos;
+    p.value().requires_grad_(!freeze);
+    frozen += freeze;
+  }
+  if (!cfg.freeze.empty()) say("freeze=" + cfg.freeze + ": " + std::to_string(frozen) + " parameter tensors frozen");
+}
+
+}  // namespace yolotrain::engine
