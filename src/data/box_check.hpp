@@ -1,6 +1,6 @@
 #pragma once
-// The rules a label box must meet, shared by label files (scan.cpp) and a program's samples
-// (memory_dataset.cpp).
+// What label files (scan.cpp) and a program's samples (memory_dataset.cpp) share: the rules a
+// box must meet, and how a usable image is counted into its dataset.
 #include <string>
 
 #include "yolotrain/data/dataset.hpp"
@@ -11,5 +11,9 @@ namespace yolotrain::data::detail {
 /// text, or "" with `box` filled (clipped to [0, 1] when it overshoots by at most `tol`, then
 /// `clipped` is set).
 std::string check_box(const double v[5], int nc, float tol, Box& box, bool& clipped);
+
+/// Adds a usable image to `ds`: its record, and its counts in the report (images, backgrounds,
+/// boxes, boxes per class; report.boxes_per_class already sized nc).
+void add_usable(Dataset& ds, ImageRecord record);
 
 }  // namespace yolotrain::data::detail

@@ -81,11 +81,7 @@ Dataset memory_dataset(std::shared_ptr<const SampleSource> source, std::vector<s
       continue;
     }
     if (clipped) rep.warnings.push_back(name + ": " + std::to_string(clipped) + " box(es) slightly outside [0, 1] clipped");
-    ++rep.images;
-    rep.backgrounds += record.boxes.empty();
-    rep.boxes += record.boxes.size();
-    for (const auto& b : record.boxes) ++rep.boxes_per_class[b.cls];
-    ds.records.push_back(std::move(record));
+    detail::add_usable(ds, std::move(record));
   }
   if (ds.records.empty()) {
     throw Error("memory_dataset: split '" + split + "' has no usable sample of " + std::to_string(source->size()) +

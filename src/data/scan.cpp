@@ -42,6 +42,15 @@ std::string detail::check_box(const double v[5], int nc, float tol, Box& box, bo
   return "";
 }
 
+void detail::add_usable(Dataset& ds, ImageRecord record) {
+  ScanReport& rep = ds.report;
+  ++rep.images;
+  rep.backgrounds += record.boxes.empty();
+  rep.boxes += record.boxes.size();
+  for (const auto& b : record.boxes) ++rep.boxes_per_class[b.cls];
+  ds.records.push_back(std::move(record));
+}
+
 namespace {
 
 using detail::FileResult;
@@ -201,11 +210,7 @@ Dataset scan_images(const std::vector<fs::path>& images, const std::vector<std::
       continue;
     }
     rep.duplicates += r.duplicates;
-    ++rep.images;
-    rep.backgrounds += r.record.boxes.empty();
-    rep.boxes += r.record.boxes.size();
-    for (const auto& b : r.record.boxes) ++rep.boxes_per_class[b.cls];
-    ds.records.push_back(std::move(r.record));
+    detail::add_usable(ds, std::move(r.record));
   }
   return ds;
 }

@@ -4,6 +4,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -93,6 +94,11 @@ struct Drawn {
   std::vector<std::pair<int, cv::Rect>> shapes;
 };
 
+// A drawn shape as YOLO's normalised x_center, y_center, width, height.
+std::array<double, 4> normalized(const cv::Rect& box, double side) {
+  return {(box.x + box.width / 2.0) / side, (box.y + box.height / 2.0) / side, box.width / side, box.height / side};
+}
+
 Drawn draw_image(const ShapesOptions& o, Rng& rng) {
   const int s = o.imgsz;
   Drawn d{Image(s, s), {}};
@@ -114,12 +120,11 @@ Drawn draw_image(const ShapesOptions& o, Rng& rng) {
 // Writes the image as JPEG and returns its label file's text.
 std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
   const Drawn d = draw_image(o, rng);
-  const double s = o.imgsz;
   std::string labels;
   for (const auto& [cls, box] : d.shapes) {
+    const auto [x, y, w, h] = normalized(box, o.imgsz);
     char line[96];
-    std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, (box.x + box.width / 2.0) / s,
-                  (box.y + box.height / 2.0) / s, double(box.width) / s, double(box.height) / s);
+    std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, x, y, w, h);
     labels += line;
   }
   write_bytes(jpg, encode_jpeg(d.image, o.quality));
@@ -153,11 +158,10 @@ Sample shapes_sample(const ShapesOptions& o, const std::string& split, int index
   Rng rng = sample_rng(o, split, index);
   Drawn d = draw_image(o, rng);
   Sample sample{std::move(d.image), {}};
-  const double s = o.imgsz;
   for (const auto& [cls, box] : d.shapes) {
-    sample.boxes.push_back({cls, static_cast<float>((box.x + box.width / 2.0) / s),
-                            static_cast<float>((box.y + box.height / 2.0) / s), static_cast<float>(box.width / s),
-                            static_cast<float>(box.height / s)});
+    const auto [x, y, w, h] = normalized(box, o.imgsz);
+    sample.boxes.push_back({cls, static_cast<float>(x), static_cast<float>(y), static_cast<float>(w),
+                            static_cast<float>(h)});
   }
   return sample;
 }

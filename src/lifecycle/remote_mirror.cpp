@@ -1,9 +1,7 @@
 #include "yolotrain/lifecycle/remote_mirror.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -37,13 +35,15 @@ std::optional<std::int64_t> series_step(const std::string& key, const std::strin
   return std::stoll(digits);
 }
 
-// The file's bytes, or nothing when it is gone (superseded locally).
+// The file's bytes, or nothing when it is gone (superseded locally); other read errors throw.
 std::optional<std::string> file_bytes_if_present(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  try {
+    return read_file(file);
+  } catch (const Error&) {
+    std::error_code ec;
+    if (!fs::exists(file, ec)) return std::nullopt;
+    throw;
+  }
 }
 
 }  // namespace

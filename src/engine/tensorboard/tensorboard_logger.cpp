@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "event_file.hpp"
@@ -35,17 +34,10 @@ fs::path newest_event_file(const fs::path& dir) {
   return newest;
 }
 
-std::string file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The file's records up to the resumed position (a torn last record dropped), as TFRecords.
 std::string records_before(const fs::path& path, std::int64_t step, std::int64_t epochs_done) {
   std::string kept;
-  for (const std::string& record : detail::read_tfrecords(file_bytes(path))) {
+  for (const std::string& record : detail::read_tfrecords(lifecycle::read_file(path))) {
     tb::Event event;
     if (!event.ParseFromString(record)) break;
     if (event.has_summary()) {
@@ -115,7 +107,7 @@ bool TensorBoardLogger::add_picture(const fs::path& picture, std::int64_t step) 
   img->set_height(image.height);
   img->set_width(image.width);
   img->set_colorspace(3);
-  img->set_encoded_image_string(file_bytes(picture));
+  img->set_encoded_image_string(lifecycle::read_file(picture));
   append(event.SerializeAsString());
   return true;
 }
