@@ -1,6 +1,7 @@
 // An epoch's figures by name: Ultralytics' metric keys (DetectionTrainer.label_loss_items with
 // prefix "train" / "val", DetMetrics.keys, "lr/pg0-2"), in results.csv's column order. Adding a
-// figure = a field in EpochMetrics and its row here; results.csv and the ranks' exchange read it.
+// figure = a field in EpochMetrics and its row here; results.csv, results.png, status.json, the
+// Prometheus file, TensorBoard and the ranks' exchange read it.
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,21 @@ std::vector<std::pair<std::string, double>> EpochMetrics::named() const {
   std::vector<std::pair<std::string, double>> out;
   out.reserve(fields().size());
   for (const auto& [name, member] : fields()) out.emplace_back(name, this->*member);
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> TrainerProgress::named() const {
+  EpochMetrics m;
+  m.box_loss = box_loss;
+  m.cls_loss = cls_loss;
+  m.dfl_loss = dfl_loss;
+  m.lr_pg0 = lr[0];
+  m.lr_pg1 = lr[1];
+  m.lr_pg2 = lr[2];
+  std::vector<std::pair<std::string, double>> out;
+  for (auto& [name, value] : m.named()) {
+    if (name.rfind("train/", 0) == 0 || name.rfind("lr/", 0) == 0) out.emplace_back(std::move(name), value);
+  }
   return out;
 }
 

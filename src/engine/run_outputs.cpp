@@ -1,8 +1,12 @@
 #include "run_outputs.hpp"
 
+#include <chrono>
 #include <cstdio>
-#include <utility>
+#include <map>
+#include <memory>
 
+#include "progress_line.hpp"
+#include "yolotrain/lifecycle/cuda_guard.hpp"
 #include "yolotrain/lifecycle/atomic_file.hpp"
 #include "yolotrain/plots/plot_results.hpp"
 
@@ -45,25 +49,78 @@ void ResultsCsv::add(const EpochMetrics& m, plots::PlotWriter* plots) {
   if (plots) plots->submit(run_dir_ / "results.png", [csv = text_] { return plots::plot_results(csv); });
 }
 
-CallbackList<const EpochMetrics&> epoch_outputs(const EpochOutputs& to,
-                                                const CallbackList<const EpochMetrics&>& program) {
-  CallbackList<const EpochMetrics&> out;
-  out.add([to](const EpochMetrics& m) { to.results->add(m, to.plots); });
-  out.add([to](const EpochMetrics& m) {
-    char line[256];
-    std::snprintf(line, sizeof(line), "epoch %lld/%lld: P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f (losses %.3f %.3f %.3f)",
-                  static_cast<long long>(m.epoch), static_cast<long long>(to.epochs), m.precision, m.recall, m.map50,
-                  m.map, m.box_loss, m.cls_loss, m.dfl_loss);
-    to.say(line);
+namespace {
+
+// Ultralytics' progress line after each step: rewritten in place on a terminal; in logs (no tty)
+// at most one line per 5 s, and the epoch's last.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(RunLog* log) : log_(log) {}
+  void operator()(const TrainerProgress& p) const {
+    const bool epoch_end = p.batch == p.batches;
+    const auto now = std::chrono::steady_clock::now();
+    if (!log_->tty() && !epoch_end && now - *last_ < std::chrono::seconds(5)) return;
+    *last_ = now;
+    const lifecycle::CudaMemory mem = lifecycle::cuda_memory();
+    ProgressFigures f;
+    f.epoch = p.epoch;
+    f.epochs = p.epochs;
+    f.gpu_mem_gb = mem.cuda ? double(mem.reserved) / 1e9 : 0.0;
+    f.losses = {p.box_loss, p.cls_loss, p.dfl_loss};
+    f.instances = p.instances;
+    f.size = p.size;
+    f.batch = p.batch;
+    f.batches = p.batches;
+    f.elapsed_s = p.epoch_seconds;
+    f.timed_batches = p.timed_batches;
+    log_->progress(progress_line(f), epoch_end);
+  }
+
+ private:
+  RunLog* log_;
+  std::shared_ptr<std::chrono::steady_clock::time_point> last_ =
+      std::make_shared<std::chrono::steady_clock::time_point>();
+};
+
+std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
+  std::map<std::string, double> v;
+  for (const auto& [name, value] : m.named()) v[name] = value;
+  char line[256];
+  std::snprintf(line, sizeof(line), "epoch %lld/%lld: P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f (losses %.3f %.3f %.3f)",
+                static_cast<long long>(m.epoch), static_cast<long long>(epochs), v["metrics/precision(B)"],
+                v["metrics/recall(B)"], v["metrics/mAP50(B)"], v["metrics/mAP50-95(B)"], v["train/box_loss"],
+                v["train/cls_loss"], v["train/dfl_loss"]);
+  return line;
+}
+
+}  // namespace
+
+TrainerCallbacks with_run_outputs(const RunOutputs& to, const TrainerCallbacks& program) {
+  CallbackList<const TrainerProgress&> epoch_start, batch_end;
+  if (to.verbose) {
+    epoch_start.add([log = to.log](const TrainerProgress&) { log->say(progress_header()); });
+    batch_end.add(ProgressPrinter(to.log));
+  }
+  batch_end.add([status = to.status](const TrainerProgress& p) {
+    for (const auto& [name, value] : p.named()) status->set_metric(name, value);
+    if (p.epoch_seconds > 0) status->set_throughput(double(p.timed_images) / p.epoch_seconds, "images/s");
+    status->set_progress(p.step, p.epoch);
   });
-  out.add([to](const EpochMetrics& m) {
-    for (const auto& [name, value] : {std::pair<const char*, double>{"precision", m.precision}, {"recall", m.recall},
-                                      {"map50", m.map50}, {"map50_95", m.map}, {"fitness", m.fitness}}) {
-      to.status->set_metric(name, value);
-    }
+  CallbackList<const EpochMetrics&> fit_epoch_end;
+  fit_epoch_end.add([to](const EpochMetrics& m) { to.results->add(m, to.plots); });
+  fit_epoch_end.add([to](const EpochMetrics& m) { to.log->say(epoch_line(m, to.epochs)); });
+  fit_epoch_end.add([status = to.status](const EpochMetrics& m) {
+    for (const auto& [name, value] : m.named()) status->set_metric(name, value);
+    status->set_metric("fitness", m.fitness);
   });
-  out.append(program);
-  return out;
+  CallbackList<lifecycle::RunState> state_change([status = to.status](lifecycle::RunState s) { status->set_state(s); });
+
+  TrainerCallbacks cb = program;  // every event the program listens to, with ours ahead where we listen
+  cb.on_train_epoch_start = epoch_start.append(program.on_train_epoch_start);
+  cb.on_batch_end = batch_end.append(program.on_batch_end);
+  cb.on_fit_epoch_end = fit_epoch_end.append(program.on_fit_epoch_end);
+  cb.on_state_change = state_change.append(program.on_state_change);
+  return cb;
 }
 
 }  // namespace detail

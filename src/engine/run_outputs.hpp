@@ -1,11 +1,11 @@
 #pragma once
-// A run's outputs at each epoch's end, as listeners of TrainerCallbacks::on_fit_epoch_end (an
-// epoch's figures complete, before its checkpoint): results.csv and results.png, the epoch's
-// line on the terminal and in train.log, and its figures in status.json (and the Prometheus file).
+// A run's own outputs as listeners of the trainer's events, ahead of the program's: the progress
+// header and line, results.csv and results.png, the epoch's line on the terminal and in
+// train.log, and status.json (with the Prometheus file RunStatus writes beside it).
 #include <filesystem>
-#include <functional>
 #include <string>
 
+#include "run_log.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/lifecycle/run_status.hpp"
 #include "yolotrain/plots/plot_writer.hpp"
@@ -35,19 +35,22 @@ class ResultsCsv {
   std::string text_;
 };
 
-/// What the epoch-end listeners write to.
-struct EpochOutputs {
+/// What yolotrain's own listeners write to.
+struct RunOutputs {
   ResultsCsv* results = nullptr;
   plots::PlotWriter* plots = nullptr;  ///< null: no results.png
   lifecycle::RunStatus* status = nullptr;
-  std::function<void(const std::string&)> say;  ///< the terminal and train.log
+  RunLog* log = nullptr;               ///< the terminal and train.log
   std::int64_t epochs = 0;
+  bool verbose = true;                 ///< the progress header and line
 };
 
-/// yolotrain's epoch-end listeners, ahead of `program`'s own: results.csv + results.png, the
-/// epoch's line, status.json's figures (precision, recall, map50, map50_95, fitness).
-CallbackList<const EpochMetrics&> epoch_outputs(const EpochOutputs& to,
-                                                const CallbackList<const EpochMetrics&>& program);
+/// `program`'s callbacks with yolotrain's own outputs listening ahead of the program's listeners:
+/// on_train_epoch_start the progress header; on_batch_end the progress line and status.json's
+/// step figures (the running losses and learning rates by name, images/s, step); on_fit_epoch_end
+/// results.csv + results.png, the epoch's line and status.json's figures (every
+/// EpochMetrics::named() figure and fitness); on_state_change status.json's state.
+TrainerCallbacks with_run_outputs(const RunOutputs& to, const TrainerCallbacks& program);
 
 }  // namespace detail
 }  // namespace yolotrain::engine

@@ -32,17 +32,9 @@ int RunResult::exit_code() const {
   return 1;
 }
 
-void Trainer::Run::say(const std::string& line) {
-  if (!ranks.leader()) return;  // rank 0 speaks for the group, as Ultralytics' LOGGER
-  if (line_open) std::cout << "\n";
-  line_open = false;
-  std::cout << line << std::endl;
-  if (log_file) log_file << line << std::endl;
-}
+void Trainer::Run::say(const std::string& line) { log.say(line); }
 
-void Trainer::Run::log_only(const std::string& line) {
-  if (ranks.leader() && log_file) log_file << line << std::endl;
-}
+void Trainer::Run::log_only(const std::string& line) { log.log_only(line); }
 
 // As Ultralytics' dataset scan: one warning per bad file with its reason. All of them go to
 // train.log, the first 20 to the terminal too.
@@ -63,8 +55,7 @@ void Trainer::Run::report_problems(const std::string& prefix, const data::ScanRe
 }
 
 void Trainer::Run::set_state(lc::RunState s) {
-  if (status) status->set_state(s);
-  if (cb.on_state_change) cb.on_state_change(s);
+  if (cb.on_state_change) cb.on_state_change(s);  // status.json's state listens first
 }
 
 void Trainer::Run::schedule(std::int64_t ni) {
@@ -223,46 +214,6 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   last_size = img.size(3);
 }
 
-void Trainer::Run::print_progress(bool epoch_end) {
-  if (!cfg.verbose) return;
-  const auto now = Clock::now();
-  if (!tty && !epoch_end && now - last_print < std::chrono::seconds(5)) return;  // logs: a line per 5 s
-  last_print = now;
-  const lc::CudaMemory mem = lc::cuda_memory();
-  ProgressFigures f;
-  f.epoch = epoch;
-  f.epochs = cfg.epochs;
-  f.gpu_mem_gb = mem.cuda ? double(mem.reserved) / 1e9 : 0.0;
-  f.losses = tloss;
-  f.instances = last_instances;
-  f.size = last_size;
-  f.batch = batch;
-  f.batches = nb;
-  f.elapsed_s = seconds_since(epoch_started);
-  f.timed_batches = epoch_batches;
-  const std::string line = progress_line(f);
-  if (tty) {
-    std::cout << "\r" << line << "\033[K" << std::flush;  // rewrite in place; clear leftovers
-    line_open = true;
-  } else {
-    std::cout << line << std::endl;
-  }
-  if (epoch_end) {
-    if (line_open) std::cout << std::endl;
-    line_open = false;
-    if (log_file) log_file << line << std::endl;
-  }
-}
-
-void Trainer::Run::publish_progress() {
-  status->set_metric("box_loss", tloss[0]);
-  status->set_metric("cls_loss", tloss[1]);
-  status->set_metric("dfl_loss", tloss[2]);
-  const double elapsed = seconds_since(epoch_started);
-  if (elapsed > 0) status->set_throughput(double(epoch_images) / elapsed, "images/s");
-  status->set_progress(step(), epoch);
-}
-
 std::optional<ValidationReport> Trainer::Run::validation_pass() {
   const auto t0 = Clock::now();
   ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format, cfg.iou, cfg.max_det,
@@ -362,14 +313,21 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
 TrainerProgress Trainer::Run::progress() const {
   std::array<double, 3> lr{};
   for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, g);
-  return {epoch, cfg.epochs, batch, nb, step(), tloss[0], tloss[1], tloss[2], lr};
+  TrainerProgress p{epoch, cfg.epochs, batch, nb, step(), tloss[0], tloss[1], tloss[2], lr};
+  p.instances = last_instances;
+  p.size = last_size;
+  p.epoch_seconds = seconds_since(epoch_started);
+  p.timed_batches = epoch_batches;
+  p.timed_images = epoch_images;
+  return p;
 }
 
 RunResult Trainer::Run::run() {
   ranks = RankGroup::from_environment(cfg.dist_timeout);
+  log.set_speaks(ranks.leader());  // rank 0 speaks for the group, as Ultralytics' LOGGER
   find_resume_checkpoint();
   result.run_dir = run_dir;
-  if (ranks.leader()) log_file.open(run_dir / "train.log", std::ios::app);
+  log.open(run_dir / "train.log");
   load_data();
   build();
   if (plot_writer) {
@@ -379,11 +337,9 @@ RunResult Trainer::Run::run() {
   status = std::make_unique<lc::RunStatus>(
       ranks.leader() ? run_dir / "status.json" : fs::path(),
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000)));
-  if (!cfg.metrics_file.empty() && ranks.leader()) status->set_textfile(cfg.metrics_file);
   results = detail::ResultsCsv(run_dir);
-  cb.on_fit_epoch_end = detail::epoch_outputs(
-      {&results, plot_writer.get(), status.get(), [this](const std::string& line) { say(line); }, cfg.epochs},
-      cb.on_fit_epoch_end);
+  cb = detail::with_run_outputs({&results, plot_writer.get(), status.get(), &log, cfg.epochs, cfg.verbose}, cb);
+  if (!cfg.metrics_file.empty() && ranks.leader()) status->set_textfile(cfg.metrics_file);
   if (remote) remote->report_to(*status);
   if (resume_from) restore();
   resume_from.reset();
@@ -411,7 +367,7 @@ RunResult Trainer::Run::run() {
     model->train();
     epoch_started = Clock::now();
     epoch_batches = epoch_images = 0;
-    if (cfg.verbose) say(progress_header());
+    if (cb.on_train_epoch_start) cb.on_train_epoch_start(progress());  // the progress header
     while (going && batch < nb) {
       if (!(going = poll())) break;
       const auto waited = Clock::now();
@@ -422,9 +378,7 @@ RunResult Trainer::Run::run() {
         break;
       }
       train_batch(*b);
-      print_progress(batch == nb);
-      publish_progress();
-      if (cb.on_batch_end) cb.on_batch_end(progress());
+      if (cb.on_batch_end) cb.on_batch_end(progress());  // the progress line, status.json
     }
     if (!going) break;
     EpochMetrics m;
@@ -450,11 +404,6 @@ RunResult Trainer::Run::run() {
     set_state(lc::RunState::Completed);
   }
   finish_plots();
-  if (tensorboard) {
-    for (const char* picture : {"results.png", "val_batch0_pred.jpg", "PR_curve.png"}) {
-      tensorboard->add_picture(run_dir / picture, step());
-    }
-  }
   finish_remote();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.
@@ -506,6 +455,8 @@ RunResult Trainer::run(lc::ControlToken& token) {
     run.status->set_error(e.what());
     run.set_state(lc::RunState::Failed);
     result = run.result;
+    result.epoch = run.epoch;
+    result.step = run.step();
     result.outcome = RunOutcome::Failed;
     result.reason = e.what();
     result.peer_lost = true;
@@ -521,10 +472,13 @@ RunResult Trainer::run(lc::ControlToken& token) {
     run.set_state(lc::RunState::Failed);
     run.finish_remote();
     result = run.result;
+    result.epoch = run.epoch;
+    result.step = run.step();
     result.outcome = RunOutcome::Failed;
     result.reason = e.what();
   }
-  if (callbacks_.on_train_end) callbacks_.on_train_end(result);
+  // The run's own listeners too (TensorBoard adds the run's pictures), the program's after them.
+  if (run.cb.on_train_end) run.cb.on_train_end(result);
   return result;
 }
 

@@ -25,6 +25,7 @@
 #include "progress_line.hpp"
 #include "rank_group.hpp"
 #include "remote_run.hpp"
+#include "run_log.hpp"
 #include "run_outputs.hpp"
 #include "run_folder.hpp"
 #include "training_memory_probe.hpp"
@@ -116,7 +117,7 @@ struct Trainer::Run {
   std::unique_ptr<TensorBoardLogger> tensorboard;  // rank 0 with tensorboard=true
   std::optional<lc::FolderLock> folder_lock;  // rank 0: held for the whole run
   fs::path locked_dir;
-  std::ofstream log_file;
+  detail::RunLog log;  // the terminal and train.log
 
   std::int64_t epoch = 0, batch = 0, nb = 1, last_opt_step = -1, best_epoch = -1;
   double best_fitness = -1, elapsed_before = 0;
@@ -129,9 +130,8 @@ struct Trainer::Run {
   RunResult result;
   AmpMode amp = AmpMode::Off;
   GradScaler scaler{false};
-  // The progress line: this epoch's timing in this process, the last batch's figures.
-  bool tty = isatty(STDOUT_FILENO) == 1, line_open = false;
-  Clock::time_point epoch_started = Clock::now(), last_print{};
+  // For the progress line: this epoch's timing in this process, the last batch's figures.
+  Clock::time_point epoch_started = Clock::now();
   std::int64_t epoch_batches = 0, epoch_images = 0, last_instances = 0, last_size = 0;
 
   std::int64_t step() const { return epoch * nb + batch; }
@@ -156,8 +156,6 @@ struct Trainer::Run {
   void freeze_layers();
   void resolve_autobatch();
   at::Tensor multi_scale(const at::Tensor& img, std::int64_t ni) const;
-  void print_progress(bool epoch_end);
-  void publish_progress();
   std::optional<ValidationReport> validation_pass();
   bool plot_validation = false;  // the final validation draws val_batch*.jpg
   void finish_plots();

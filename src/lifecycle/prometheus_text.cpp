@@ -1,6 +1,5 @@
 #include "prometheus_text.hpp"
 
-#include <cctype>
 #include <cstdio>
 
 #include "yolotrain/lifecycle/run_status.hpp"
@@ -19,12 +18,6 @@ std::string label_value(const std::string& s) {
     }
     out += c;
   }
-  return out;
-}
-
-std::string metric_name(const std::string& s) {
-  std::string out = "yolotrain_";
-  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return out;
 }
 
@@ -65,9 +58,12 @@ std::string prometheus_text(const nlohmann::ordered_json& j, const std::string& 
   if (j.contains("throughput") && j["throughput"].value("unit", "") == "images/s") {
     w.gauge("yolotrain_images_per_second", "training images per second", j["throughput"].value("value", 0.0));
   }
-  if (j.contains("metrics")) {
+  if (j.contains("metrics")) {  // one family, the figure's own name as a label: no name mangled
     for (const auto& [name, value] : j["metrics"].items()) {
-      if (value.is_number()) w.gauge(metric_name(name), name, value.get<double>());
+      if (value.is_number()) {
+        w.gauge("yolotrain_metric", "a figure of the run by its name (a YOLO run: results.csv's column names)",
+                value.get<double>(), ",name=\"" + label_value(name) + "\"");
+      }
     }
   }
   const auto& mem = j.value("memory", nlohmann::ordered_json::object());

@@ -204,6 +204,23 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   callbacks.on_epoch_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("ui " + std::to_string(m.epoch)); });
   callbacks.on_val_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("val " + std::to_string(m.epoch)); });
   callbacks.on_train_start.add([&](const yolotrain::engine::TrainerProgress&) { calls.push_back("start"); });
+  callbacks.on_train_epoch_start.add([&](const yolotrain::engine::TrainerProgress& p) {
+    calls.push_back("epoch " + std::to_string(p.epoch) + " at batch " + std::to_string(p.batch));
+  });
+  // yolotrain's own listeners come first: status.json has the new state when the program hears of it.
+  std::vector<std::string> states;
+  callbacks.on_state_change.add([&](yolotrain::lifecycle::RunState s) {
+    states.push_back(std::string(yolotrain::lifecycle::to_string(s)) + "=" + status_of(tmp / "run")["state"].get<std::string>());
+  });
+  // And the step's figures by name; the progress line's figures.
+  std::vector<std::string> step_names;
+  std::int64_t last_size = 0, timed = 0;
+  callbacks.on_batch_end.add([&](const yolotrain::engine::TrainerProgress& p) {
+    step_names.clear();
+    for (const auto& [name, value] : p.named()) step_names.push_back(name);
+    last_size = p.size;
+    timed = p.timed_batches;
+  });
   callbacks.on_train_end.add([&](const yolotrain::engine::RunResult&) { calls.push_back("end"); });
   // on_fit_epoch_end: after yolotrain's own outputs (the epoch's row is in results.csv already),
   // before the epoch's checkpoint and on_epoch_end.
@@ -214,8 +231,12 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   yolotrain::lifecycle::ControlToken token;
   const auto done = yolotrain::engine::Trainer(config, callbacks).run(token);
   CHECK(done.outcome == yolotrain::engine::RunOutcome::Completed);
-  CHECK(calls == std::vector<std::string>{"start", "val 1", "fit 1 rows 1", "logger 1", "ui 1", "val 2", "fit 2 rows 2",
-                                          "logger 2", "ui 2", "end"});
+  CHECK(calls == std::vector<std::string>{"start", "epoch 0 at batch 0", "val 1", "fit 1 rows 1", "logger 1", "ui 1",
+                                          "epoch 1 at batch 0", "val 2", "fit 2 rows 2", "logger 2", "ui 2", "end"});
+  CHECK(states == std::vector<std::string>{"running=running", "completed=completed"});
+  CHECK(step_names == std::vector<std::string>{"train/box_loss", "train/cls_loss", "train/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"});
+  CHECK(last_size == 64);
+  CHECK(timed == 4);  // 16 images, batch 4: the epoch's batches, all trained by this process
 
   // A listener's exception: the run fails, after a checkpoint of where it was.
   yt::TempDir tmp2;
@@ -229,6 +250,7 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   const auto failed = yolotrain::engine::Trainer(yolotrain::engine::TrainConfig::from_args(args2), failing).run(token);
   CHECK(failed.outcome == yolotrain::engine::RunOutcome::Failed);
   CHECK_THAT(failed.reason, Catch::Contains("the UI crashed"));
+  CHECK(failed.step == 3);  // where it failed, as the checkpoint says
   REQUIRE_FALSE(failed.last_checkpoint.empty());
   CHECK(fs::exists(failed.last_checkpoint));
 }
@@ -435,6 +457,26 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   const std::string text = yt::slurp(prom);
   CHECK_THAT(text, Catch::Contains("state=\"completed\"} 1"));
   CHECK_THAT(text, Catch::Contains("yolotrain_step{"));
+  // status.json and the textfile hold the epoch's figures by results.csv's names (and fitness).
+  std::istringstream csv(yt::slurp(tmp / "run" / "results.csv"));
+  std::string header, row;
+  REQUIRE(std::getline(csv, header));
+  REQUIRE(std::getline(csv, row));
+  std::istringstream names(header), values(row);
+  const auto metrics = status_of(tmp / "run")["metrics"];
+  int columns = 0;
+  for (std::string name, value; std::getline(names, name, ',') && std::getline(values, value, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    if (name == "epoch") continue;
+    CAPTURE(name);
+    REQUIRE(metrics.contains(name));
+    CHECK(metrics[name].get<double>() == Approx(std::stod(value)).epsilon(1e-4).margin(1e-9));  // csv: %.5g
+    CHECK_THAT(text, Catch::Contains(",name=\"" + name + "\"} "));
+    ++columns;
+  }
+  CHECK(columns == 13);
+  CHECK(metrics.contains("fitness"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_metric{run=\"" + (tmp / "run").string() + "\",name=\"metrics/mAP50(B)\"} "));
   const fs::path best = tmp / "run" / "weights" / "best.ytckpt";
   const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + best.string()}, tmp / "val.txt");
   INFO(val.output);

@@ -85,6 +85,16 @@ struct TrainerProgress {
   std::int64_t step = 0;    ///< batches trained in all
   double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< running means of the epoch
   std::array<double, 3> lr{};  ///< learning rates of the parameter groups (lr/pg0-2)
+  std::int64_t instances = 0;  ///< labelled boxes in the last batch
+  std::int64_t size = 0;       ///< the last batch's image size in pixels (multi_scale varies it)
+  /// This process's part of the epoch: seconds since it began (at the epoch's start, or where a
+  /// resumed run came in), and the batches and images trained in them (it/s, ETA, images/s).
+  double epoch_seconds = 0;
+  std::int64_t timed_batches = 0, timed_images = 0;
+
+  /// ("train/box_loss", ...), ("lr/pg0", ...): the step's figures by the names EpochMetrics::named()
+  /// gives them (the running losses, the learning rates).
+  std::vector<std::pair<std::string, double>> named() const;
 };
 
 /// The events a program that embeds the trainer can listen to. Each holds any number of
@@ -93,6 +103,10 @@ struct TrainerProgress {
 /// fails the run (with a checkpoint first).
 struct TrainerCallbacks {
   CallbackList<const TrainerProgress&> on_train_start;
+  /// An epoch (or the rest of a resumed one) begins: yolotrain's progress header listens first.
+  CallbackList<const TrainerProgress&> on_train_epoch_start;
+  /// After each training step: yolotrain's progress line and status.json's step figures listen
+  /// first, then the program's.
   CallbackList<const TrainerProgress&> on_batch_end;
   /// An epoch's figures are complete (its losses, learning rates and validation), before its
   /// checkpoint: yolotrain's own results.csv, results.png, epoch line and status.json figures
@@ -105,10 +119,12 @@ struct TrainerCallbacks {
   CallbackList<const EpochMetrics&> on_val_end;
   /// A verified checkpoint was written.
   CallbackList<const std::filesystem::path&> on_checkpoint;
+  /// The run's state changed (status.json's `state` listens first).
   CallbackList<lifecycle::RunState> on_state_change;
   /// A pause is about to begin (its checkpoint comes next); on_resume when training goes on.
   CallbackList<const TrainerProgress&> on_pause;
   CallbackList<const TrainerProgress&> on_resume;
+  /// The run is over (completed, stopped, paused or failed), its pictures written: the last event.
   CallbackList<const RunResult&> on_train_end;
 };
 

@@ -53,7 +53,8 @@ class RunStatus {
   void set_progress(std::int64_t step, std::int64_t epoch);
   /// Records a throughput figure ("images/s", "steps/s"...).
   void set_throughput(double value, const std::string& unit);
-  /// Sets a free-form number (e.g. "loss").
+  /// Sets a figure by name (e.g. "loss"; a YOLO run uses results.csv's names): status.json's
+  /// `metrics`, the textfile's yolotrain_metric{name="..."}.
   void set_metric(const std::string& name, double value);
   /// Records the newest checkpoint and writes now.
   void set_checkpoint(const std::filesystem::path& path, std::int64_t step, double wall_time);

@@ -114,13 +114,15 @@ bool TensorBoardLogger::add_picture(const fs::path& picture, std::int64_t step) 
 
 void TensorBoardLogger::listen(TrainerCallbacks& callbacks) {
   callbacks.on_batch_end.add([this](const TrainerProgress& p) {
-    add_scalar("step/train/box_loss", p.box_loss, p.step);
-    add_scalar("step/train/cls_loss", p.cls_loss, p.step);
-    add_scalar("step/train/dfl_loss", p.dfl_loss, p.step);
-    for (int g = 0; g < 3; ++g) add_scalar("step/lr/pg" + std::to_string(g), p.lr[g], p.step);
+    for (const auto& [name, value] : p.named()) add_scalar("step/" + name, value, p.step);
   });
   callbacks.on_epoch_end.add([this](const EpochMetrics& m) {
     for (const auto& [name, value] : m.named()) add_scalar(name, value, m.epoch);
+  });
+  callbacks.on_train_end.add([this](const RunResult& r) {
+    for (const char* picture : {"results.png", "val_batch0_pred.jpg", "PR_curve.png"}) {
+      add_picture(r.run_dir / picture, r.step);
+    }
   });
 }
 

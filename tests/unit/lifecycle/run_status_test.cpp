@@ -15,6 +15,11 @@ using namespace std::chrono_literals;
 
 namespace {
 json read_status(const std::filesystem::path& p) { return json::parse(yolotrain::test::slurp(p)); }
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
 }  // namespace
 
 TEST_CASE("status.json is rewritten on every state change", "[lifecycle]") {
@@ -73,7 +78,8 @@ TEST_CASE("the Prometheus textfile carries state and progress and checkpoint tim
   status.set_textfile(dir / "yolotrain.prom", "my\"run");
   status.set_progress(7, 1);
   status.set_throughput(12.5, "images/s");
-  status.set_metric("box_loss", 1.25);
+  status.set_metric("train/box_loss", 1.25);
+  status.set_metric("metrics/mAP50(B)", 0.5);
   status.set_checkpoint(dir / "last.ytckpt", 7, 1700000000.5);
   lc::RemoteUploadStatus remote;
   remote.url = "s3://b/p";
@@ -99,7 +105,10 @@ TEST_CASE("the Prometheus textfile carries state and progress and checkpoint tim
   CHECK_THAT(text, Catch::Contains("yolotrain_epoch{run=\"my\\\"run\"} 1\n"));
   CHECK_THAT(text, Catch::Contains("yolotrain_last_checkpoint_timestamp_seconds{run=\"my\\\"run\"} 1700000000.5\n"));
   CHECK_THAT(text, Catch::Contains("yolotrain_images_per_second{run=\"my\\\"run\"} 12.5\n"));
-  CHECK_THAT(text, Catch::Contains("yolotrain_box_loss{run=\"my\\\"run\"} 1.25\n"));
+  // The figures keep their own names, as a label of one family (declared once).
+  CHECK_THAT(text, Catch::Contains("yolotrain_metric{run=\"my\\\"run\",name=\"train/box_loss\"} 1.25\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_metric{run=\"my\\\"run\",name=\"metrics/mAP50(B)\"} 0.5\n"));
+  CHECK(count_of(text, "# TYPE yolotrain_metric gauge") == 1);
   CHECK_THAT(text, Catch::Contains("yolotrain_last_progress_timestamp_seconds{"));
   CHECK_THAT(text, Catch::Contains("yolotrain_resident_memory_bytes{"));
   // Every sample line is "name{labels} number".
