@@ -45,8 +45,8 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
     if (model.extension() == ".ytckpt" && fs::is_regular_file(model)) target = model;
     if (model.extension() == ".pt" && !fs::exists(model) && model.parent_path().filename() == "weights") {
       target = model.parent_path().parent_path();
-      std::cout << "resume: " << cfg.model << " does not exist (yolo_train's checkpoints are "
-                << "weights/last-<step>.ytckpt); resuming the newest checkpoint of " << target.string() << std::endl;
+      say("resume: " + cfg.model + " does not exist (yolo_train's checkpoints are weights/last-<step>.ytckpt); "
+          "resuming the newest checkpoint of " + target.string());
     }
   } else if (!fs::exists(target)) {  // an explicit path is never a fresh start: a typo must not train from scratch
     throw ConfigError("resume=" + cfg.resume + ": no such checkpoint or run folder; give a .ytckpt file, a run folder "
@@ -69,8 +69,7 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
   lc::CheckpointStore probe({target / "weights", 2, "", "last", {}});
   lc::LoadResult found = probe.load_latest();
   for (const auto& s : found.skipped) {
-    std::cout << "resume: skipping " << s.path.string() << " (" << s.reason << "); trying the previous one"
-              << std::endl;
+    say("resume: skipping " + s.path.string() + " (" + s.reason + "); trying the previous one");
   }
   // The bucket's newest checkpoint when it is newer than the folder's (a new machine has none).
   const fs::path fetched = remote ? remote->fetch_newer(found.checkpoint ? found.checkpoint->meta.step : -1) : fs::path();
@@ -84,8 +83,8 @@ fs::path Trainer::Run::find_resume_checkpoint_leader() {
   }
   resume_from = std::move(found.checkpoint);
   if (!resume_from) {
-    std::cout << "resume: no checkpoint in " << (target / "weights").string() << (remote ? " nor in " + cfg.remote : "")
-              << " yet; starting from scratch" << std::endl;
+    say("resume: no checkpoint in " + (target / "weights").string() + (remote ? " nor in " + cfg.remote : "") +
+        " yet; starting from scratch");
     run_dir = make_run_dir(cfg.project, cfg.name, true);
     lock_run_dir();
     if (remote && run_dir != target) open_remote(/*fresh=*/true);
@@ -116,6 +115,12 @@ void Trainer::Run::adopt_stored_config() {
     if (cfg.get(key) != defaults.get(key)) stored.set(key, cfg.get(key));
   }
   stored.resume = cfg.resume;
+  // The run trains in the folder it was resumed in (another machine, another path): args.yaml and
+  // the next checkpoints say so.
+  if (fs::path(stored.project) / stored.name != run_dir) {
+    stored.project = run_dir.parent_path().string();
+    stored.name = run_dir.filename().string();
+  }
   cfg = stored;
   if (extra(resume_from->meta, "completed") == "1" && cfg.epochs <= resume_from->meta.epoch + 1) {
     throw ConfigError("the run in " + run_dir.string() + " already finished its " + std::to_string(cfg.epochs) +

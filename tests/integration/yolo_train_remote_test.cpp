@@ -82,7 +82,10 @@ TEST_CASE("remote=: SIGTERM mid-epoch, the run folder deleted, a resume from the
   CHECK_THAT(out1, Catch::Contains("remote: mirroring") && Catch::Contains("remote: every upload confirmed"));
   lc::CheckpointStore local({tmp / "m1/run/weights", 2, "", "last", {}});
   const fs::path newest = local.checkpoints().front();
-  CHECK_THAT(yt::slurp(tmp / "m1/run/train.log"), Catch::Contains("remote: every upload confirmed"));
+  // train.log holds the whole story, the line said before the run folder was known first.
+  CHECK_THAT(yt::slurp(tmp / "m1/run/train.log"),
+             Catch::StartsWith("remote: mirroring " + (tmp / "m1/run").string() + " to s3://runs/exp") &&
+                 Catch::Contains("remote: every upload confirmed"));
 
   // An independent client sees the run folder's files and downloads a checkpoint that verifies.
   const auto listing = yt::aws_cli(server, {"s3", "ls", "--recursive", "s3://runs/exp/"});
@@ -121,6 +124,9 @@ TEST_CASE("remote=: SIGTERM mid-epoch, the run folder deleted, a resume from the
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
   CHECK(yt::exported_weights(tmp / "m2/run", tmp / "export.txt") == yt::baseline());
   CHECK(yt::slurp(tmp / "m2/run/results.csv") == client_of(server).get_object("exp/results.csv"));
+  // args.yaml names the folder the run now trains in, not the gone machine's.
+  const std::string args = yt::slurp(tmp / "m2/run/args.yaml");
+  CHECK_THAT(args, Catch::Contains((tmp / "m2").string()) && !Catch::Contains((tmp / "m1").string()));
 }
 
 TEST_CASE("a checkpoint put in the bucket by another client is resumed by resume=s3://", "[integration][s3]") {
