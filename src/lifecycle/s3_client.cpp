@@ -12,6 +12,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <sstream>
+#include <thread>
 
 #include "yolotrain/lifecycle/sha256.hpp"
 
@@ -23,7 +25,7 @@ void global_init() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-std::string base64_md5(const std::string& data) {
+std::string base64_md5(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), md, &len, EVP_md5(), nullptr);
@@ -174,6 +176,10 @@ S3Response S3Client::send(const S3Request& request, const std::atomic<bool>* can
     curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(c, CURLOPT_READDATA, &transfer);
     curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else if (request.method == "POST") {  // the body, possibly empty, with its length
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.empty() ? "" : request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   } else if (request.method == "HEAD") {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (request.method != "GET") {
@@ -220,6 +226,11 @@ S3Response S3Client::call(const std::string& what, const S3Request& request, con
 }
 
 void S3Client::put_object(const std::string& key, const std::string& data, const std::atomic<bool>* cancel) const {
+  if (data.size() > settings_.multipart_part_size) put_multipart(key, data, cancel);
+  else put_single(key, data, cancel);
+}
+
+void S3Client::put_single(const std::string& key, std::string_view data, const std::atomic<bool>* cancel) const {
   S3Request r;
   r.method = "PUT";
   r.key = key;
@@ -227,6 +238,115 @@ void S3Client::put_object(const std::string& key, const std::string& data, const
   r.headers = {"Content-MD5: " + base64_md5(data), "Content-Type: application/octet-stream"};
   const S3Response response = call("PUT", r, key, cancel);
   if (response.status != 200) fail("PUT", key, response);
+}
+
+namespace {
+
+constexpr std::size_t kMinPartSize = std::size_t{5} << 20;  // S3's smallest part but the last
+constexpr std::size_t kMaxParts = 10000;
+constexpr int kPartAttempts = 3;
+
+// An answer's XML, or null when the body is none. S3 may answer 200 with an <Error> inside
+// (CompleteMultipartUpload): the caller checks for it.
+bool parse_xml(pugi::xml_document& doc, const S3Response& response) {
+  return static_cast<bool>(doc.load_buffer(response.body.data(), response.body.size()));
+}
+
+// Sleeps `seconds`, waking early when `cancel` is set.
+void pause_unless_cancelled(double seconds, const std::atomic<bool>* cancel) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until && !(cancel && cancel->load())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+// S3's multipart upload (CreateMultipartUpload, UploadPart per part, CompleteMultipartUpload):
+// the object appears only at the completion, whole; any failure aborts the upload so that no
+// parts are left billed in the bucket.
+void S3Client::put_multipart(const std::string& key, std::string_view data, const std::atomic<bool>* cancel) const {
+  const std::size_t part = std::max(settings_.multipart_part_size, kMinPartSize);
+  const std::size_t parts = (data.size() + part - 1) / part;
+  if (parts > kMaxParts) {
+    throw S3Error("S3 PUT s3://" + bucket_ + "/" + key + ": " + std::to_string(data.size()) + " bytes need " +
+                      std::to_string(parts) + " parts of " + std::to_string(part) + " bytes, more than S3's " +
+                      std::to_string(kMaxParts) + "; raise multipart_part_size",
+                  0, "TooManyParts", false);
+  }
+  S3Request create;
+  create.method = "POST";
+  create.key = key;
+  create.query = {{"uploads", ""}};
+  create.headers = {"Content-Type: application/octet-stream"};
+  const S3Response created = call("PUT (create multipart upload)", create, key, cancel);
+  pugi::xml_document doc;
+  const std::string upload_id =
+      created.status == 200 && parse_xml(doc, created) ? doc.child("InitiateMultipartUploadResult").child_value("UploadId") : "";
+  if (upload_id.empty()) fail("PUT (create multipart upload)", key, created);
+  try {
+    pugi::xml_document complete;
+    auto list = complete.append_child("CompleteMultipartUpload");
+    for (std::size_t i = 0; i < parts; ++i) {
+      const std::string etag = put_part(key, upload_id, i + 1, parts, data.substr(i * part, part), cancel);
+      auto p = list.append_child("Part");
+      p.append_child("PartNumber").text().set(std::to_string(i + 1).c_str());
+      p.append_child("ETag").text().set(etag.c_str());
+    }
+    std::ostringstream xml;
+    complete.save(xml, "", pugi::format_raw);
+    const std::string body = xml.str();
+    S3Request finish;
+    finish.method = "POST";
+    finish.key = key;
+    finish.query = {{"uploadId", upload_id}};
+    finish.body = body;
+    finish.headers = {"Content-Type: application/xml"};  // the body's SHA-256 is signed, as every request's
+    const S3Response done = call("PUT (complete multipart upload)", finish, key, cancel);
+    pugi::xml_document answer;
+    if (done.status != 200 || !parse_xml(answer, done) || answer.child("Error") ||
+        !answer.child("CompleteMultipartUploadResult")) {
+      fail("PUT (complete multipart upload)", key, done);
+    }
+  } catch (const S3Error&) {
+    S3Request abort;
+    abort.method = "DELETE";
+    abort.key = key;
+    abort.query = {{"uploadId", upload_id}};
+    try {
+      send(abort);  // best effort: a bucket lifecycle rule removes what is left otherwise
+    } catch (const S3Error&) {
+    }
+    throw;
+  }
+}
+
+// One part, sent again (up to kPartAttempts in all) when the failure is transient; its ETag.
+std::string S3Client::put_part(const std::string& key, const std::string& upload_id, std::size_t number,
+                               std::size_t parts, std::string_view data, const std::atomic<bool>* cancel) const {
+  const std::string what = "PUT (part " + std::to_string(number) + " of " + std::to_string(parts) + ")";
+  S3Request r;
+  r.method = "PUT";
+  r.key = key;
+  r.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
+  r.body = data;
+  r.headers = {"Content-MD5: " + base64_md5(data)};
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const S3Response response = call(what, r, key, cancel);
+      const auto etag = response.headers.find("etag");
+      if (response.status != 200) fail(what, key, response);
+      if (etag == response.headers.end() || etag->second.empty()) {
+        throw S3Error("S3 " + what + " s3://" + bucket_ + "/" + key + " at " + settings_.endpoint +
+                          ": the answer has no ETag",
+                      response.status, "NoETag", false);
+      }
+      return etag->second;
+    } catch (const S3Error& e) {
+      if (!e.transient || attempt >= kPartAttempts || (cancel && cancel->load())) throw;
+      pause_unless_cancelled(0.5 * attempt, cancel);
+    }
+  }
 }
 
 std::string S3Client::get_object(const std::string& key, const std::atomic<bool>* cancel) const {

@@ -36,6 +36,10 @@ struct S3Settings {
   std::string credentials_from;  ///< where the credentials came from, for messages (never the values)
   long connect_timeout_s = 10;   ///< connecting to the endpoint
   long stall_timeout_s = 60;     ///< a transfer that moves no byte for this long fails (transient)
+  /// Objects larger than this go up in parts of this size (S3's multipart upload; at least
+  /// 5 MiB, S3's smallest part): a part that fails is sent again alone, and objects past one
+  /// PUT's 5 GiB limit can be written (up to 10,000 parts).
+  std::size_t multipart_part_size = std::size_t{16} << 20;
   /// curl's CONNECT_TO entries ("host:port:addr:port"): send a request for one host to another
   /// address, keeping the Host header (tests, proxies).
   std::vector<std::string> connect_to;
@@ -86,9 +90,10 @@ struct S3Response {
 };
 
 /// An S3 client over libcurl: requests signed with AWS Signature V4 by curl itself
-/// (CURLOPT_AWS_SIGV4), XML read with pugixml. Every upload carries Content-MD5 and
-/// x-amz-content-sha256, which the server checks against the bytes it received; an object is
-/// written by one PUT, so it is either whole or absent. Thread-safe (a curl handle per request).
+/// (CURLOPT_AWS_SIGV4), XML read with pugixml. Every upload (and every part of one) carries
+/// Content-MD5 and x-amz-content-sha256, which the server checks against the bytes it received;
+/// an object appears only when its single PUT or its multipart upload completes, so it is either
+/// whole or absent. Thread-safe (a curl handle per request).
 /// A request may be cancelled through `cancel` (checked about every second while it runs).
 class S3Client {
  public:
@@ -98,7 +103,9 @@ class S3Client {
   /// cancel). Any status comes back in the response.
   S3Response send(const S3Request& request, const std::atomic<bool>* cancel = nullptr) const;
 
-  /// PUT of `data` at `key`; throws S3Error.
+  /// Writes `data` at `key`: one PUT, or above settings().multipart_part_size a multipart upload
+  /// (each part tried up to 3 times on transient failures; on failure the upload is aborted).
+  /// Throws S3Error.
   void put_object(const std::string& key, const std::string& data, const std::atomic<bool>* cancel = nullptr) const;
   /// GET of `key`; throws S3Error (code "NoSuchKey" when absent).
   std::string get_object(const std::string& key, const std::atomic<bool>* cancel = nullptr) const;
@@ -121,6 +128,10 @@ class S3Client {
   S3Response call(const std::string& what, const S3Request& request, const std::string& shown_key,
                   const std::atomic<bool>* cancel = nullptr) const;
   [[noreturn]] void fail(const std::string& what, const std::string& key, const S3Response& response) const;
+  void put_single(const std::string& key, std::string_view data, const std::atomic<bool>* cancel) const;
+  void put_multipart(const std::string& key, std::string_view data, const std::atomic<bool>* cancel) const;
+  std::string put_part(const std::string& key, const std::string& upload_id, std::size_t number, std::size_t parts,
+                       std::string_view data, const std::atomic<bool>* cancel) const;
 
   S3Settings settings_;
   std::string bucket_;

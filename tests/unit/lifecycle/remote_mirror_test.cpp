@@ -231,3 +231,52 @@ TEST_CASE("listings page through continuation tokens", "[lifecycle][s3]") {
   CHECK(client.list_objects("p/").size() == 4);
   CHECK_THROWS_WITH(client.get_object("p/o0"), Catch::Contains("NoSuchKey"));
 }
+
+TEST_CASE("an object larger than a part goes up in parts: whole for another client, a failed part sent again alone, "
+          "a failed upload leaving no object",
+          "[lifecycle][s3]") {
+  REQUIRE_S3_SERVER();
+  yt::S3Server server("runs");
+  yt::FaultProxy proxy(server);
+  yt::TempDir tmp;
+  lc::S3Settings settings = settings_for(proxy.endpoint(), server);
+  settings.multipart_part_size = std::size_t{5} << 20;  // S3's smallest part
+  lc::S3Client client(settings, "runs");
+  std::string data((std::size_t{12} << 20) + 123, '\0');  // 3 parts: 5 MiB, 5 MiB, 2 MiB + 123 bytes
+  std::uint32_t x = 12345;
+  for (auto& c : data) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+
+  client.put_object("big/one.bin", data);
+  CHECK(proxy.stat("POST") == 2);  // create, complete
+  CHECK(proxy.stat("PUT") == 3);   // a part each
+  CHECK(client.get_object("big/one.bin") == data);
+  if (yt::has_aws_cli()) {  // an independent client reads the same bytes
+    REQUIRE(yt::aws_cli(server, {"s3", "cp", "--no-progress", "s3://runs/big/one.bin", (tmp / "one.bin").string()}).code == 0);
+    CHECK(yt::slurp(tmp / "one.bin") == data);
+  }
+
+  // Two 503s on parts: the part is sent again, the upload is not begun again.
+  proxy.reset_stats();
+  proxy.set_5xx(2, 503, {"PUT"});
+  client.put_object("big/two.bin", data);
+  CHECK(proxy.stat("injected_5xx") == 2);
+  CHECK(proxy.stat("POST") == 2);
+  CHECK(proxy.stat("PUT") == 5);
+  CHECK(client.get_object("big/two.bin") == data);
+
+  // A part that keeps failing: the upload fails (transient: the mirror retries it later), is
+  // aborted, and no object appears.
+  proxy.reset_stats();
+  proxy.set_5xx(3, 503, {"PUT"});
+  try {
+    client.put_object("big/three.bin", data);
+    FAIL("the upload should have failed");
+  } catch (const lc::S3Error& e) {
+    CHECK(e.transient);
+    CHECK_THAT(e.what(), Catch::Contains("part 1 of 3") && Catch::Contains("s3://runs/big/three.bin"));
+  }
+  CHECK(proxy.stat("DELETE") == 1);  // the abort
+  CHECK(proxy.stat("POST") == 1);    // created, never completed
+  CHECK_THROWS_AS(client.get_object("big/three.bin"), lc::S3Error);
+  CHECK(client.list_objects("big/").size() == 2);
+}
