@@ -74,7 +74,9 @@ Round train(const std::vector<std::string>& args, const std::string& project, co
   return r;
 }
 
-void throughput(const yt::S3Server& server, const std::string& dir) {
+// part_size: S3Settings::multipart_part_size (a 60 MB file: one PUT with 1 GiB, 4 parts with 16 MiB).
+void throughput(const yt::S3Server& server, const std::string& parent, std::size_t part_size, int n) {
+  const std::string dir = parent + "/tp" + std::to_string(n);
   lc::CheckpointStore store({dir + "/weights", 2, "", "last", {}});
   lc::Checkpoint c;
   c.tensors.emplace_back("w", at::rand({15 * 1000 * 1000}));  // 60 MB, a YOLOv8n training checkpoint's size
@@ -83,7 +85,8 @@ void throughput(const yt::S3Server& server, const std::string& dir) {
   s.path_style = true;
   s.access_key_id = yt::S3Server::access_key();
   s.secret_access_key = yt::S3Server::secret_key();
-  lc::RemoteMirror mirror(lc::S3Client(s, server.bucket()), lc::S3Location::parse("s3://" + server.bucket() + "/tp"), dir);
+  s.multipart_part_size = part_size;
+  lc::RemoteMirror mirror(lc::S3Client(s, server.bucket()), lc::S3Location::parse("s3://" + server.bucket() + "/tp" + std::to_string(n)), dir);
   double mb = 0;
   const auto t0 = Clock::now();
   for (int i = 1; i <= 5; ++i) {
@@ -97,9 +100,10 @@ void throughput(const yt::S3Server& server, const std::string& dir) {
   const auto t1 = Clock::now();
   const auto fetched = lc::fetch_latest_checkpoint(mirror.client(), mirror.location(), dir + "/down", "weights/last");
   const double down = seconds_since(t1);
-  std::printf("upload: 5 checkpoints of %.1f MB (verified, PUT, keep_last in the bucket) in %.2f s: %.0f MB/s; "
+  const std::string how = mb * 1e6 > double(part_size) ? std::to_string(part_size >> 20) + " MiB parts" : "one PUT each";
+  std::printf("upload: 5 checkpoints of %.1f MB (saved, verified, %s, keep_last in the bucket) in %.2f s: %.0f MB/s; "
               "download + verify of the newest: %.2f s: %.0f MB/s%s\n",
-              mb, up, 5 * mb / up, down, mb / down, fetched.path ? "" : " (FAILED)");
+              mb, how.c_str(), up, 5 * mb / up, down, mb / down, fetched.path ? "" : " (FAILED)");
 }
 
 }  // namespace
@@ -127,7 +131,11 @@ int main(int argc, char** argv) {
   setenv("AWS_REGION", "us-east-1", 1);
   char dir[] = "/tmp/yolotrain-remote-bench-XXXXXX";
   if (!mkdtemp(dir)) return 1;
-  throughput(server, dir);
+  int n = 0;
+  const std::size_t one_put = std::size_t{1} << 30, parts = std::size_t{16} << 20;  // 60 MB: 1 request or 4 parts
+  for (std::size_t part_size : {one_put, parts, one_put, parts}) {
+    throughput(server, dir, part_size, ++n);  // one PUT and parts, alternating
+  }
   std::printf("training %ld steps per round (%s %s %s, save_interval %s s: checkpoints uploading while it trains), "
               "alternating:\n",
               steps, arg_or(args, "data", "").c_str(), arg_or(args, "imgsz", "").c_str(),

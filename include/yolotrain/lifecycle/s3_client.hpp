@@ -38,8 +38,9 @@ struct S3Settings {
   long stall_timeout_s = 60;     ///< a transfer that moves no byte for this long fails (transient)
   /// Objects larger than this go up in parts of this size (S3's multipart upload; at least
   /// 5 MiB, S3's smallest part): a part that fails is sent again alone, and objects past one
-  /// PUT's 5 GiB limit can be written (up to 10,000 parts).
-  std::size_t multipart_part_size = std::size_t{16} << 20;
+  /// PUT's 5 GiB limit can be written (up to 10,000 parts: 625 GiB). 64 MiB: a YOLOv8n training
+  /// checkpoint (60 MB) stays one PUT, a YOLOv8x one (~1 GB) is 16 parts.
+  std::size_t multipart_part_size = std::size_t{64} << 20;
   /// curl's CONNECT_TO entries ("host:port:addr:port"): send a request for one host to another
   /// address, keeping the Host header (tests, proxies).
   std::vector<std::string> connect_to;
