@@ -444,6 +444,15 @@ RunResult Trainer::run(lc::ControlToken& token) {
   KeepFreedHostMemory host_memory;
   Run run(config_, callbacks_, token, data_);
   RunResult result;
+  // What a failure returns: where the run was, and why.
+  const auto failed = [&run](const std::exception& e) {
+    RunResult r = run.result;
+    r.epoch = run.epoch;
+    r.step = run.step();
+    r.outcome = RunOutcome::Failed;
+    r.reason = e.what();
+    return r;
+  };
   try {
     result = run.run();
   } catch (const ConfigError&) {
@@ -454,11 +463,7 @@ RunResult Trainer::run(lc::ControlToken& token) {
     if (!run.status) throw ConfigError(e.what());
     run.status->set_error(e.what());
     run.set_state(lc::RunState::Failed);
-    result = run.result;
-    result.epoch = run.epoch;
-    result.step = run.step();
-    result.outcome = RunOutcome::Failed;
-    result.reason = e.what();
+    result = failed(e);
     result.peer_lost = true;
   } catch (const std::exception& e) {
     // Found before training started (model YAML, dataset, run folder): the input must change.
@@ -471,11 +476,7 @@ RunResult Trainer::run(lc::ControlToken& token) {
     }
     run.set_state(lc::RunState::Failed);
     run.finish_remote();
-    result = run.result;
-    result.epoch = run.epoch;
-    result.step = run.step();
-    result.outcome = RunOutcome::Failed;
-    result.reason = e.what();
+    result = failed(e);
   }
   // The run's own listeners too (TensorBoard adds the run's pictures), the program's after them.
   if (run.cb.on_train_end) run.cb.on_train_end(result);

@@ -93,6 +93,12 @@ bool transient_answer(long status, const std::string& code) {
   return std::any_of(std::begin(codes), std::end(codes), [&](const char* c) { return code == c; });
 }
 
+// Parses an answer's body into `doc`; false when it is not XML. (S3 may answer 200 with an
+// <Error> inside, e.g. CompleteMultipartUpload: callers check for it.)
+bool parse_xml(pugi::xml_document& doc, const S3Response& response) {
+  return static_cast<bool>(doc.load_buffer(response.body.data(), response.body.size()));
+}
+
 struct CurlFree {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
   void operator()(curl_slist* l) const { curl_slist_free_all(l); }
@@ -199,7 +205,7 @@ S3Response S3Client::send(const S3Request& request, const std::atomic<bool>* can
 void S3Client::fail(const std::string& what, const std::string& key, const S3Response& response) const {
   std::string code, message;
   pugi::xml_document doc;
-  if (doc.load_buffer(response.body.data(), response.body.size())) {
+  if (parse_xml(doc, response)) {
     code = doc.child("Error").child_value("Code");
     message = doc.child("Error").child_value("Message");
   }
@@ -245,12 +251,6 @@ namespace {
 constexpr std::size_t kMinPartSize = std::size_t{5} << 20;  // S3's smallest part but the last
 constexpr std::size_t kMaxParts = 10000;
 constexpr int kPartAttempts = 3;
-
-// An answer's XML, or null when the body is none. S3 may answer 200 with an <Error> inside
-// (CompleteMultipartUpload): the caller checks for it.
-bool parse_xml(pugi::xml_document& doc, const S3Response& response) {
-  return static_cast<bool>(doc.load_buffer(response.body.data(), response.body.size()));
-}
 
 // Sleeps `seconds`, waking early when `cancel` is set.
 void pause_unless_cancelled(double seconds, const std::atomic<bool>* cancel) {
@@ -375,7 +375,7 @@ std::vector<S3Object> S3Client::list_objects(const std::string& prefix, std::siz
     const S3Response response = call("LIST", r, prefix + "*");
     if (response.status != 200) fail("LIST", prefix + "*", response);
     pugi::xml_document doc;
-    if (!doc.load_buffer(response.body.data(), response.body.size())) {
+    if (!parse_xml(doc, response)) {
       throw S3Error("S3 LIST s3://" + bucket_ + "/" + prefix + "*: the answer is not XML", response.status, "BadXML",
                     false);
     }

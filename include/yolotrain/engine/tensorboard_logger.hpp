@@ -14,7 +14,8 @@ namespace yolotrain::engine {
 /// epoch's metrics by their names (`train/box_loss`, `metrics/mAP50(B)`, `lr/pg0`... at step =
 /// the epoch, as results.csv numbers it), and per training step the running losses and learning
 /// rates (`step/train/box_loss`, `step/lr/pg0`... at the global step), and when the run ends its
-/// pictures that exist (results.png, val_batch0_pred.jpg, PR_curve.png; add_picture() for others). A resumed run continues the same file: the records a previous process wrote
+/// pictures that exist (results.png, val_batch0_pred.jpg, PR_curve.png; add_picture() for
+/// others). A resumed run continues the same file: the records a previous process wrote
 /// after the resumed position are dropped first, so no tag has a duplicate or backward step.
 class TensorBoardLogger {
  public:
