@@ -2,6 +2,7 @@
 #include "yolotrain/dist/process_group.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -19,6 +20,7 @@
 #include "peer_monitor.hpp"
 #include "yolotrain/dist/watchdog.hpp"
 #include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::dist {
 namespace {
@@ -119,7 +121,7 @@ struct ProcessGroup::Impl {
   ProcessGroupOptions opt;
   at::Device device{at::kCPU};
   c10::intrusive_ptr<c10d::Store> store;  // /worker/attempt_<n>
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::intrusive_ptr<torch_compat::CollectiveBackend> pg;
   std::unique_ptr<detail::PeerMonitor> monitor;
   std::unique_ptr<Watchdog> watchdog;
   std::uint64_t collectives = 0;

@@ -2,14 +2,14 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
-#include <torch/version.h>
+#include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::engine {
 namespace {
 
 // libtorch 2.4 replaced the per-backend autocast calls (set_enabled, set_cpu_enabled, ...) with
 // ones taking the device type; the old ones are deprecated there.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
 bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
 void set_autocast_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on); }
 at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }

@@ -4,6 +4,7 @@
 #include <torch/nn/modules/container/sequential.h>
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::exporter::detail {
 namespace {
@@ -31,7 +32,7 @@ Ints vec(const torch::ExpandingArray<2>& a) {
 std::string conv2d(OnnxGraph& g, torch::nn::Conv2dImpl& conv, const std::string& x) {
   const auto& o = conv.options;
   if (!conv.bias.defined()) throw Error("ONNX export: a convolution without bias; fuse the model first");
-  const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
+  const auto* pad = torch_compat::get_if<torch::ExpandingArray<2>>(&o.padding());
   if (pad == nullptr) throw Error("ONNX export: only explicit convolution padding is written");
   const Ints k = vec(o.kernel_size()), s = vec(o.stride()), d = vec(o.dilation()), p = vec(*pad);
   return g.node("Conv", {x, g.weight("weight", conv.weight), g.weight("bias", conv.bias)},

@@ -1,5 +1,7 @@
 #include "yolotrain/loss/box_ops.hpp"
 
+#include <ATen/core/grad_mode.h>
+
 #include <cmath>
 
 #include "yolotrain/error.hpp"

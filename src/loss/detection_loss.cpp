@@ -1,6 +1,7 @@
 #include "yolotrain/loss/detection_loss.hpp"
 
 #include <ATen/record_function.h>
+#include <ATen/core/grad_mode.h>
 
 #include <string>
 

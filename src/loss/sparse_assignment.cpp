@@ -4,6 +4,7 @@
 // values are the dense path's; the choices (top k per GT, an anchor claimed twice, the per-GT
 // normalisation) are loops over the pairs that follow the reference's rules one by one.
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 
 #include <algorithm>

@@ -1,5 +1,7 @@
 #include "yolotrain/loss/task_aligned_assigner.hpp"
 
+#include <ATen/core/grad_mode.h>
+
 #include <string>
 
 #include "yolotrain/error.hpp"

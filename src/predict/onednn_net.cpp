@@ -14,19 +14,20 @@
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/nn/attention.hpp"
+#include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::predict::detail {
 namespace {
 
 ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
   const auto& o = conv.options;
-  const auto* pad = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
+  const auto* pad = torch_compat::get_if<torch::ExpandingArray<2>>(&o.padding());
   if ((*o.dilation())[0] != 1 || (*o.dilation())[1] != 1) throw Unsupported("a dilated convolution");
   if (!pad || (**pad)[0] != (**pad)[1] || (*o.kernel_size())[0] != (*o.kernel_size())[1] ||
       (*o.stride())[0] != (*o.stride())[1]) {
     throw Unsupported("a convolution with a non-square kernel, stride or padding");
   }
-  if (!c10::holds_alternative<torch::enumtype::kZeros>(o.padding_mode())) throw Unsupported("a padding mode other than zeros");
+  if (!torch_compat::holds_alternative<torch::enumtype::kZeros>(o.padding_mode())) throw Unsupported("a padding mode other than zeros");
   if (!conv.bias.defined()) throw Unsupported("a convolution without bias (BatchNorm not folded)");
   if (conv.weight.scalar_type() != at::kFloat || !conv.weight.device().is_cpu()) {
     throw Unsupported("weights that are not float32 on the CPU");

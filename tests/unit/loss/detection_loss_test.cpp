@@ -1,4 +1,5 @@
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/detection_loss.hpp"

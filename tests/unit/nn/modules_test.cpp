@@ -3,6 +3,7 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include "yolotrain/nn.hpp"
+#include "yolotrain/torch_compat.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -10,7 +11,7 @@ namespace nn = yolotrain::nn;
 
 TEST_CASE("Conv is conv then BN then SiLU with same padding", "[nn]") {
   nn::Conv conv(nn::ConvOptions(3, 8, 3, 2));
-  CHECK(c10::get<torch::ExpandingArray<2>>(conv->conv->options.padding())->at(0) == 1);
+  CHECK(yolotrain::torch_compat::get<torch::ExpandingArray<2>>(conv->conv->options.padding())->at(0) == 1);
   CHECK_FALSE(conv->conv->bias.defined());
   conv->eval();
   const at::Tensor x = at::randn({1, 3, 10, 14});

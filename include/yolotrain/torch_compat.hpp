@@ -1,0 +1,45 @@
+#pragma once
+// What differs between the libtorch versions yolotrain builds against — Debian 12's 1.13.1,
+// Debian 13's 2.6 and pytorch.org's 2.x (CPU or CUDA) — each in one named place, so the rest of
+// the code is written once. Others live where they are used and say so: autocast's per-device
+// calls (src/engine/mixed_precision.cpp).
+#include <torch/version.h>
+
+#include <variant>
+
+#if TORCH_VERSION_MAJOR < 2
+#include <c10/util/variant.h>
+#endif
+
+/// True when the libtorch being compiled against is at least MAJOR.MINOR.
+#define YOLOTRAIN_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace c10d {
+class ProcessGroup;
+class Backend;
+}  // namespace c10d
+
+namespace yolotrain::torch_compat {
+
+// torch::nn's option variants (a convolution's padding, its padding mode): c10::variant up to 1.13,
+// std::variant since 2.0.
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 0)
+using std::get;
+using std::get_if;
+using std::holds_alternative;
+#else
+using c10::get;
+using c10::get_if;
+using c10::holds_alternative;
+#endif
+
+// The type a Gloo or NCCL process group is held as: ProcessGroupGloo/NCCL derive from
+// c10d::ProcessGroup up to 1.13 and from c10d::Backend since 2.0 (same collectives either way).
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 0)
+using CollectiveBackend = c10d::Backend;
+#else
+using CollectiveBackend = c10d::ProcessGroup;
+#endif
+
+}  // namespace yolotrain::torch_compat

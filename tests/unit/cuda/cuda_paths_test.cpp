@@ -1,0 +1,148 @@
+// The trainer's CUDA paths against their CPU counterparts. Each test skips with a message where no
+// CUDA device can be used (every CI machine); scripts/gpu/check.sh runs them on a lent GPU.
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "mixed_precision.hpp"
+#include "training_memory_probe.hpp"
+#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/loss/detection_loss.hpp"
+#include "yolotrain/nn/detection_model.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+namespace en = yolotrain::engine;
+namespace lc = yolotrain::lifecycle;
+namespace nn = yolotrain::nn;
+
+namespace {
+
+bool skip_without_cuda() {
+  if (lc::cuda_usable()) return false;
+  WARN("skipped: no CUDA device (" << (lc::built_with_cuda() ? "none visible" : "a CPU build") << ")");
+  return true;
+}
+
+const torch::Device kCuda(torch::kCUDA, 0);
+
+double max_rel_diff(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor x = a.detach().to(at::kCPU, at::kDouble), y = b.detach().to(at::kCPU, at::kDouble);
+  return ((x - y).abs().max() / y.abs().max().clamp_min(1e-12)).item<double>();
+}
+
+yolotrain::loss::Targets some_targets() {
+  yolotrain::loss::Targets t;
+  t.batch_idx = at::tensor({0.f, 0.f, 1.f, 1.f, 1.f});
+  t.cls = at::tensor({0.f, 2.f, 1.f, 0.f, 2.f}).view({5, 1});
+  t.bboxes = at::tensor({0.30f, 0.40f, 0.20f, 0.30f, 0.70f, 0.60f, 0.25f, 0.20f, 0.50f, 0.50f,
+                         0.60f, 0.70f, 0.20f, 0.80f, 0.10f, 0.10f, 0.85f, 0.25f, 0.08f, 0.12f})
+                  .view({5, 4});
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("the gradient scaler's fused CUDA unscale equals the CPU one and finds inf", "[engine][cuda]") {
+  if (skip_without_cuda()) return;
+  at::manual_seed(0);
+  std::vector<at::Tensor> cpu, gpu;
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor p = at::zeros({17, 5}).requires_grad_();
+    p.mutable_grad() = at::randn({17, 5}) * 65536.0;
+    cpu.push_back(p);
+    at::Tensor q = p.detach().to(kCuda).requires_grad_();
+    q.mutable_grad() = p.grad().to(kCuda);
+    gpu.push_back(q);
+  }
+  en::GradScaler on_cpu(true), on_gpu(true);
+  CHECK(on_cpu.unscale(cpu));
+  CHECK(on_gpu.unscale(gpu));
+  for (size_t i = 0; i < cpu.size(); ++i) CHECK(max_rel_diff(gpu[i].grad(), cpu[i].grad()) < 1e-6);
+  gpu[1].mutable_grad()[3][2] = std::nan("");
+  CHECK_FALSE(on_gpu.unscale(gpu));
+  on_gpu.update(true);
+  CHECK(on_gpu.scale_value == 32768.0);
+}
+
+TEST_CASE("an fp16 autocast forward on CUDA agrees with the float32 one", "[engine][cuda]") {
+  if (skip_without_cuda()) return;
+  at::manual_seed(0);
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  model->to(kCuda);
+  model->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor x = at::rand({2, 3, 128, 128}).to(kCuda);
+  const auto fp32 = model->forward(x);
+  std::vector<at::Tensor> fp16;
+  {
+    en::AutocastScope autocast(en::AmpMode::Fp16Scaled, kCuda);
+    fp16 = model->forward(x);
+  }
+  REQUIRE(fp16.size() == fp32.size());
+  CHECK(fp16[0].scalar_type() == at::kHalf);
+  for (size_t i = 0; i < fp32.size(); ++i) CHECK(max_rel_diff(fp16[i], fp32[i]) < 2e-2);
+  // bf16 autocast too (amp=bf16 on CUDA).
+  {
+    en::AutocastScope autocast(en::AmpMode::Bf16, kCuda);
+    const auto bf16 = model->forward(x);
+    CHECK(bf16[0].scalar_type() == at::kBFloat16);
+    CHECK(max_rel_diff(bf16[0], fp32[0]) < 5e-2);
+  }
+}
+
+TEST_CASE("the detection loss on CUDA (dense assigner) equals the CPU's (sparse assigner)", "[loss][cuda]") {
+  if (skip_without_cuda()) return;
+  at::manual_seed(1);
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  const yolotrain::loss::DetectionLoss loss(model);
+  const at::Tensor x = at::rand({2, 3, 128, 128});
+  const auto feats_cpu = model->forward(x);
+  std::vector<at::Tensor> feats_gpu;
+  for (const auto& f : feats_cpu) feats_gpu.push_back(f.detach().to(kCuda).requires_grad_());
+  const auto targets = some_targets();
+  yolotrain::loss::Targets targets_gpu{targets.batch_idx.to(kCuda), targets.cls.to(kCuda), targets.bboxes.to(kCuda)};
+  const auto on_cpu = loss(feats_cpu, targets);
+  const auto on_gpu = loss(feats_gpu, targets_gpu);
+  INFO("CPU items " << on_cpu.items << " CUDA items " << on_gpu.items.cpu());
+  CHECK(max_rel_diff(on_gpu.items, on_cpu.items) < 1e-4);
+  CHECK(max_rel_diff(on_gpu.total, on_cpu.total) < 1e-4);
+  on_gpu.total.backward();
+  for (const auto& f : feats_gpu) CHECK(f.grad().defined());
+}
+
+TEST_CASE("a host snapshot of CUDA tensors is pinned, equal and reused", "[lifecycle][cuda]") {
+  if (skip_without_cuda()) return;
+  lc::NamedTensors live{{"w", at::randn({64, 32}).to(kCuda)}, {"b", at::arange(10).to(kCuda)}};
+  lc::NamedTensors snap = lc::host_snapshot(live);
+  REQUIRE(snap.size() == 2);
+  for (size_t i = 0; i < snap.size(); ++i) {
+    INFO(snap[i].first);
+    CHECK(snap[i].second.device().is_cpu());
+    CHECK(snap[i].second.is_pinned());
+    CHECK(at::equal(snap[i].second, live[i].second.cpu()));
+  }
+  const void* w_data = snap[0].second.data_ptr();
+  live[0].second.add_(1.0);
+  const lc::NamedTensors again = lc::host_snapshot(live, std::move(snap));
+  CHECK(again[0].second.data_ptr() == w_data);
+  CHECK(at::equal(again[0].second, live[0].second.cpu()));
+}
+
+TEST_CASE("AutoBatch's CUDA probe measures memory growing with the batch", "[engine][cuda]") {
+  if (skip_without_cuda()) return;
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  model->to(kCuda);
+  en::detail::TrainingMemoryProbe probe(model, kCuda, 320, en::AmpMode::Fp16Scaled);
+  const en::DeviceMemory memory = probe.memory();
+  INFO(memory.name << " total " << memory.total << " GiB");
+  CHECK(memory.total > 1.0);
+  const auto small = probe.measure(2), large = probe.measure(16);
+  REQUIRE(small.has_value());
+  REQUIRE(large.has_value());
+  INFO("batch 2: " << *small << " GB, batch 16: " << *large << " GB");
+  CHECK(*large > *small);
+  CHECK(*small > 0.0);
+}
