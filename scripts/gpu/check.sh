@@ -55,9 +55,20 @@ wait_state() {  # wait_state RUN_DIR STATE
 
 build_it() {
   step configure
+  # PyTorch's include folder carries its own protobuf and oneDNN headers (other versions than the
+  # libraries yolotrain links); -I folders come before -isystem ones, so the gathered headers of
+  # every library found in both win, while libtorch's own (and the gloo it was built with) stay.
+  local torch_inc first=$work/include-first
+  torch_inc=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "include"))')
+  rm -rf "$first" && mkdir -p "$first"
+  for e in "$YT_DEPS_PREFIX"/include/*; do
+    case $(basename "$e") in ATen | c10 | torch | caffe2 | gloo) continue ;; esac
+    [ -e "$torch_inc/$(basename "$e")" ] && ln -s "$e" "$first/$(basename "$e")"
+  done
+  say "headers taken from the gathered libraries before PyTorch's: $(ls "$first" | tr '\n' ' ')"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DYOLOTRAIN_BUILD_BENCH=ON \
     -DCMAKE_PREFIX_PATH="$YT_DEPS_PREFIX;$torch_prefix" -DOPENSSL_ROOT_DIR="$YT_DEPS_PREFIX" \
-    -DYOLOTRAIN_SHARED_DIR="$root/.gpudata" >"$work/logs/configure.log" 2>&1 ||
+    -DYOLOTRAIN_SHARED_DIR="$root/.gpudata" -DCMAKE_CXX_FLAGS="-I$first" >"$work/logs/configure.log" 2>&1 ||
     { tail -30 "$work/logs/configure.log" | tee -a "$summary"; exit 1; }
   say "$(grep YOLOTRAIN_WITH_CUDA "$build/CMakeCache.txt")"
   step build

@@ -53,16 +53,33 @@ for lib in "${!direct[@]}"; do
   dev=$(owner "${path%%.so*}.so")
   [[ -n $dev && ! $dev =~ $skip_re ]] && pkgs[$dev]=1
 done
-pkgs[protobuf-compiler]=1; pkgs[libprotoc32]=1
+pkgs[protobuf-compiler]=1; pkgs[libprotoc32]=1   # protoc, which the build runs
+pkgs[zlib1g-dev]=1                                 # find_package(PNG) asks for zlib too
 # Multi-arch names carry ":amd64" in dpkg -S; apt-get download takes the plain name.
 mapfile -t list < <(printf '%s\n' "${!pkgs[@]}" | sed 's/:amd64$//' | sort -u)
 (cd "$out/debs" && apt-get download "${list[@]}" >/dev/null)
 for d in "$out"/debs/*.deb; do dpkg -x "$d" "$out/sysroot"; done
+# Files the CMake configs gathered name but other packages hold (ONNX's names libonnxifi's): add those.
+extra=()
+while IFS= read -r f; do
+  [[ -e $out/sysroot/usr/${f#lib/} || -e $out/sysroot/usr/$f ]] && continue
+  p=$(owner "/usr/$f"); [[ -n $p && -z ${pkgs[$p]:-} && -z ${pkgs[$p:amd64]:-} ]] && extra+=("${p%:amd64}") && pkgs[$p]=1
+done < <(grep -rhoE '\$\{_IMPORT_PREFIX\}/lib[^" ]*' "$out/sysroot" --include='*.cmake' | sed 's|${_IMPORT_PREFIX}/||' | sort -u)
+if ((${#extra[@]})); then
+  (cd "$out/debs" && apt-get download "${extra[@]}" >/dev/null)
+  for d in "$out"/debs/*.deb; do dpkg -x "$d" "$out/sysroot"; done
+  list+=("${extra[@]}")
+fi
 rm -rf "$out/debs" "$out/sysroot/usr/share/doc" "$out/sysroot/usr/share/man" "$out/sysroot/usr/share/lintian"
-find "$out/sysroot" -name '*.a' ! -name 'libCatch2*.a' -delete   # static archives a shared build never uses
+# Static archives a shared build never uses, but those a CMake config names: find_package fails
+# when a file its targets name is missing (pugixml, ONNX).
+keep=$(grep -rhoE '[A-Za-z0-9_+-]+\.a"' "$out/sysroot" --include='*.cmake' | tr -d '"' | sort -u | tr '\n' ' ')
+while IFS= read -r a; do
+  [[ " $keep " == *" $(basename "$a") "* || $(basename "$a") == libCatch2*.a ]] || rm -f "$a"
+done < <(find "$out/sysroot" -name '*.a')
 printf '%s\n' "${list[@]}" >"$out/packages.txt"
 # One compressed file to carry (the device takes 64 MiB a call); unpacked there by unpack.sh.
-tar -C "$out" -cJf "$out/sysroot.tar.xz" sysroot
+tar -C "$out" -I 'xz -T0' -cf "$out/sysroot.tar.xz" sysroot
 cat >"$out/env.sh" <<'ENV'
 # source me on the build machine: points CMake, pkg-config, the compiler and the loader at sysroot/
 d=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

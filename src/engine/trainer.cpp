@@ -76,6 +76,7 @@ void Trainer::Run::optimizer_step() {
   const bool finite = scaler.unscale(params);
   torch::nn::utils::clip_grad_norm_(params, 10.0);
   if (finite) optimizer->step();  // the scaler skips a step with inf/NaN gradients
+  else ++result.amp_skipped_steps;
   scaler.update(!finite);
   optimizer->zero_grad();
   ema->update(model);
@@ -410,6 +411,10 @@ RunResult Trainer::Run::run() {
   ranks.barrier();
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
+  if (scaler.enabled()) {
+    say("amp: the gradient scaler skipped " + std::to_string(result.amp_skipped_steps) +
+        " optimizer steps with inf/NaN gradients in this process (scale now " + std::to_string(scaler.scale_value) + ")");
+  }
   if (ranks.leader()) say("Results saved to " + run_dir.string());
   if (plot_writer && result.outcome == RunOutcome::Completed && fs::exists(run_dir / "val_batch0_pred.jpg")) {
     say("predictions on validation images: " + (run_dir / "val_batch0_pred.jpg").string() + "; curves: " +

@@ -20,7 +20,8 @@ inline const fs::path& dataset() { return tiny_shapes_dataset(); }
 inline std::vector<std::string> train_args(const fs::path& project, std::vector<std::string> extra = {}) {
   std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + dataset().string(), "epochs=2", "imgsz=64", "batch=4",
                                 "workers=2", "threads=1", "project=" + project.string(), "name=run",
-                                "save_interval=0", "status_interval=0.01"};  // status.json: every step
+                                "save_interval=0", "status_interval=0.01",  // status.json: every step
+                                "device=cpu"};  // CPU-exact checks, also on a machine with a GPU
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }

@@ -71,6 +71,9 @@ struct RunResult {
   /// within remote_timeout; empty without remote=.
   std::optional<bool> remote_uploaded;
   StepTimings timings;           ///< where this process spent its time
+  /// Optimizer steps the gradient scaler skipped because a gradient was inf/NaN (amp=true on
+  /// CUDA; counted in this process, not across a resume).
+  std::int64_t amp_skipped_steps = 0;
   /// The exit code yolo_train uses: 0 completed, 128+signal, 75 to be resumed, 1 failed,
   /// 69 a rank of a multi-process run was lost (torchrun --max-restarts then resumes).
   int exit_code() const;
