@@ -1,6 +1,8 @@
 // Trainer::Run: the training loop, a step, an epoch's end, validation, pause and stop; Trainer.
 #include "trainer_run.hpp"
 
+#include <cstdio>
+
 namespace yolotrain::engine {
 using namespace run_detail;
 
@@ -412,8 +414,10 @@ RunResult Trainer::Run::run() {
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
   if (scaler.enabled()) {
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%g", scaler.scale_value);
     say("amp: the gradient scaler skipped " + std::to_string(result.amp_skipped_steps) +
-        " optimizer steps with inf/NaN gradients in this process (scale now " + std::to_string(scaler.scale_value) + ")");
+        " optimizer steps with inf/NaN gradients in this process (scale now " + scale + ")");
   }
   if (ranks.leader()) say("Results saved to " + run_dir.string());
   if (plot_writer && result.outcome == RunOutcome::Completed && fs::exists(run_dir / "val_batch0_pred.jpg")) {
