@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Compiles every source of yolotrain with -fsyntax-only against libtorch 2.x headers.
+
+Debian 12 builds against libtorch 1.13.1; users have libtorch 2.x (Debian 13's 2.6, pytorch.org's).
+This checks the code against Debian 13's CUDA-enabled libtorch 2.6 headers (trixie contrib's
+libtorch-cuda-dev, unpacked with dpkg -x, never installed) with nccl.h (libnccl-dev), so a version
+difference shows here before it reaches a GPU machine. Where CUDA's runtime headers are at hand
+(/usr/local/cuda/include, or CUDA_INCLUDE), the CUDA code is checked too (YOLOTRAIN_WITH_CUDA=1,
+USE_C10D_NCCL); otherwise the CPU paths only, and it says so.
+
+Usage: scripts/torch2_syntax_check.py [--jobs N] [--only SUBSTRING,...]
+Downloads into ~/.cache/yolotrain/torch2 (YT_TORCH2_CACHE) once; configures build-torch2-check/.
+About 8 s a file on one core: 210 files take ~15 min on 2 cores.
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["libtorch-cuda-dev", "libnccl-dev"]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def fetch_headers(cache: Path) -> Path:
+    """trixie's libtorch-cuda-dev and libnccl-dev unpacked under cache/root (once)."""
+    root = cache / "root"
+    if (root / "usr/include/torch/csrc/api/include/torch/version.h").exists():
+        return root
+    lists, archives, debs = cache / "lists", cache / "archives", cache / "debs"
+    for d in (lists / "partial", archives / "partial", debs):
+        d.mkdir(parents=True, exist_ok=True)
+    sources = cache / "sources.list"
+    sources.write_text("deb http://deb.debian.org/debian trixie main contrib\n")
+    opts = [f"-oDir::Etc::SourceList={sources}", "-oDir::Etc::SourceParts=/dev/null",
+            f"-oDir::State::Lists={lists}", f"-oDir::Cache={cache}", f"-oDir::Cache::Archives={archives}"]
+    run(["apt-get", *opts, "update", "-qq"])
+    run(["apt-get", *opts, "download", *PACKAGES], cwd=debs, stdout=subprocess.DEVNULL)
+    for deb in debs.glob("*.deb"):
+        run(["dpkg", "-x", str(deb), str(root)])
+    return root
+
+
+def compile_commands(build: Path) -> list:
+    run(["cmake", "-S", str(ROOT), "-B", str(build), "-G", "Ninja", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+         "-DYOLOTRAIN_UNITY_BUILD=OFF", "-DYOLOTRAIN_BUILD_BENCH=ON"], stdout=subprocess.DEVNULL)
+    # Generated headers (TensorBoard's protobuf messages) the sources include.
+    targets = subprocess.run(["ninja", "-C", str(build), "-t", "targets", "all"], capture_output=True, text=True).stdout
+    generated = sorted({t.split(":")[0] for t in targets.splitlines() if t.split(":")[0].endswith(".pb.h")})
+    if generated:
+        run(["ninja", "-C", str(build), *generated], stdout=subprocess.DEVNULL)
+    return json.loads((build / "compile_commands.json").read_text())
+
+
+def check(entry: dict, headers: Path, cuda_include: str) -> tuple:
+    args, skip = [], False
+    for a in shlex.split(entry["command"]):
+        if skip or a == "-o":
+            skip = not skip
+            continue
+        if not a.startswith("-DYOLOTRAIN_WITH_CUDA"):
+            args.append(a)
+    first = ["-isystem", str(headers / "usr/include/torch/csrc/api/include"), "-isystem", str(headers / "usr/include")]
+    if cuda_include:
+        first += ["-isystem", cuda_include, "-DYOLOTRAIN_WITH_CUDA=1", "-DUSE_C10D_NCCL", "-DUSE_CUDA"]
+    else:
+        first += ["-DYOLOTRAIN_WITH_CUDA=0"]
+    r = subprocess.run([args[0], *first, *args[1:], "-fsyntax-only"], cwd=entry["directory"],
+                       capture_output=True, text=True)
+    return entry["file"], r.returncode, r.stderr
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--only", default="", help="check only files whose path holds one of these (comma-separated)")
+    a = ap.parse_args()
+    cache = Path(os.environ.get("YT_TORCH2_CACHE", Path.home() / ".cache/yolotrain/torch2"))
+    headers = fetch_headers(cache)
+    version = (headers / "usr/include/torch/csrc/api/include/torch/version.h").read_text()
+    parts = {l.split()[1]: l.split()[2] for l in version.splitlines() if l.startswith("#define TORCH_VERSION_")}
+    print(f"libtorch headers {parts.get('TORCH_VERSION_MAJOR')}.{parts.get('TORCH_VERSION_MINOR')}."
+          f"{parts.get('TORCH_VERSION_PATCH')} at {headers}")
+    cuda_include = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
+    if not Path(cuda_include, "cuda_runtime_api.h").exists():
+        print(f"no CUDA runtime headers at {cuda_include}: the CPU paths only (set CUDA_INCLUDE)")
+        cuda_include = ""
+    entries = compile_commands(ROOT / "build-torch2-check")
+    if a.only:
+        entries = [e for e in entries if any(s in e["file"] for s in a.only.split(","))]
+    failed = 0
+    with cf.ThreadPoolExecutor(a.jobs) as pool:
+        for path, rc, err in pool.map(lambda e: check(e, headers, cuda_include), entries):
+            if rc:
+                failed += 1
+                print(f"FAILED {os.path.relpath(path, ROOT)}")
+                print("\n".join([l for l in err.splitlines() if "error" in l][:10]))
+    print(f"{len(entries) - failed} passed, {failed} failed (-fsyntax-only against libtorch 2.x"
+          f"{' with CUDA' if cuda_include else ''})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
