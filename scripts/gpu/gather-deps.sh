@@ -78,7 +78,7 @@ while IFS= read -r a; do
   [[ " $keep " == *" $(basename "$a") "* || $(basename "$a") == libCatch2*.a ]] || rm -f "$a"
 done < <(find "$out/sysroot" -name '*.a')
 printf '%s\n' "${list[@]}" >"$out/packages.txt"
-# One compressed file to carry (the device takes 64 MiB a call); unpacked there by unpack.sh.
+# One compressed file to carry (the device takes 64 MiB a call); scripts/gpu/check.sh unpacks it.
 tar -C "$out" -I 'xz -T0' -cf "$out/sysroot.tar.xz" sysroot
 cat >"$out/env.sh" <<'ENV'
 # source me on the build machine: points CMake, pkg-config, the compiler and the loader at sysroot/
