@@ -92,8 +92,11 @@ bool cuda_release_cached() noexcept {
   return synced;
 }
 
+void cuda_set_current_device(int index) { c10::cuda::set_device(static_cast<c10::DeviceIndex>(index)); }
+
 #else
 
+void cuda_set_current_device(int) {}
 bool built_with_cuda() noexcept { return false; }
 bool cuda_usable() noexcept { return false; }
 CudaMemory cuda_memory() noexcept { return {}; }

@@ -30,6 +30,11 @@ CudaMemory cuda_memory() noexcept;
 /// before this process used the GPU).
 /// Returns false if synchronising failed (a sticky CUDA error); never throws.
 bool cuda_release_cached() noexcept;
+/// Makes CUDA device `index` the calling thread's current one, as Ultralytics' torch.cuda.set_device
+/// (RANK): the queries and releases above act on the current device, so a run on cuda:N calls this
+/// first (without it, ranks 1+ of a torchrun would release device 0, where they hold nothing).
+/// A no-op without CUDA.
+void cuda_set_current_device(int index);
 /// "allocated 1.0 GiB, reserved 1.0 GiB, process 1.3 GiB" or "no CUDA device: nothing to release".
 std::string describe(const CudaMemory& memory);
 

@@ -2,6 +2,7 @@
 // CUDA device can be used (every CI machine); scripts/gpu/check.sh runs them on a lent GPU.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/cuda.h>
 
 #include "mixed_precision.hpp"
 #include "training_memory_probe.hpp"
@@ -145,4 +146,15 @@ TEST_CASE("AutoBatch's CUDA probe measures memory growing with the batch", "[eng
   INFO("batch 2: " << *small << " GB, batch 16: " << *large << " GB");
   CHECK(*large > *small);
   CHECK(*small > 0.0);
+}
+
+TEST_CASE("a run's CUDA device becomes the current one, so the guard's figures are that device's", "[lifecycle][cuda]") {
+  if (skip_without_cuda()) return;
+  const int last = static_cast<int>(torch::cuda::device_count()) - 1;  // cuda:N, N > 0 where there are several
+  lc::cuda_set_current_device(last);
+  const at::Tensor held = at::ones({1024, 1024}, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(last)));
+  const lc::CudaMemory m = lc::cuda_memory();
+  CHECK(m.device == last);
+  CHECK(m.allocated >= std::int64_t(4) << 20);
+  lc::cuda_set_current_device(0);
 }
