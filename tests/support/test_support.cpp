@@ -1,5 +1,7 @@
 #include "test_support.hpp"
 
+#include "yolotrain/lifecycle/cuda_guard.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -190,6 +192,11 @@ std::optional<std::string> torchrun_missing() {
   static const bool have = std::system("/usr/bin/python3 -c 'import torch.distributed.run' >/dev/null 2>&1") == 0;
   if (have) return std::nullopt;
   return std::string("skipped: /usr/bin/python3 cannot import torch.distributed.run (install python3-torch)");
+}
+
+std::optional<std::string> cuda_missing() {
+  if (lifecycle::cuda_usable()) return std::nullopt;
+  return std::string("skipped: no CUDA device (") + (lifecycle::built_with_cuda() ? "none visible" : "a CPU build") + ")";
 }
 
 }  // namespace yolotrain::test

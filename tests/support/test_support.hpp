@@ -113,4 +113,8 @@ class ScopedEnv {
 /// python3-torch), or nothing when it can. Checked once.
 std::optional<std::string> torchrun_missing();
 
+/// Why a [cuda] test cannot run here ("skipped: no CUDA device (a CPU build)" or "(none visible)"),
+/// or nothing when a CUDA device can be used.
+std::optional<std::string> cuda_missing();
+
 }  // namespace yolotrain::test

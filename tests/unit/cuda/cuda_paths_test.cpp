@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 
 #include "mixed_precision.hpp"
+#include "test_support.hpp"
 #include "training_memory_probe.hpp"
 #include "yolotrain/lifecycle/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
@@ -22,9 +23,9 @@ namespace nn = yolotrain::nn;
 namespace {
 
 bool skip_without_cuda() {
-  if (lc::cuda_usable()) return false;
-  WARN("skipped: no CUDA device (" << (lc::built_with_cuda() ? "none visible" : "a CPU build") << ")");
-  return true;
+  const auto why = yolotrain::test::cuda_missing();
+  if (why) WARN(*why);
+  return why.has_value();
 }
 
 const torch::Device kCuda(torch::kCUDA, 0);

@@ -1,5 +1,6 @@
 #include <ATen/ATen.h>
 
+#include "test_support.hpp"
 #include "yolotrain/lifecycle/cuda_guard.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,8 +27,8 @@ TEST_CASE("without CUDA the guard is a no-op that says so", "[lifecycle]") {
 }
 
 TEST_CASE("the guard releases GPU memory on return and while an exception unwinds", "[lifecycle][cuda]") {
-  if (!lc::cuda_usable()) {
-    WARN("skipped: no CUDA device (" << (lc::built_with_cuda() ? "none visible" : "CPU build") << ")");
+  if (const auto why = yolotrain::test::cuda_missing()) {
+    WARN(*why);
     return;
   }
   for (const bool throw_inside : {false, true}) {
