@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
       }
       return 1000 * seconds_since(t0) / bccd.size();
     }());
-    std::printf("DCT-scaled decode (1/%d) + resize to %-7d %8.2f\n", 640 / target, target, decode_ms(bccd, target, true));
+    std::printf("DCT-scaled decode (1/%d) + resize to %-7d %8.2f\n", 640 / target, target,
+                decode_ms(bccd, target, true));
   }
   return 0;
 }

@@ -79,8 +79,9 @@ int run_rank(const dist::DistEnv& env, int calls) {
                 agree.second, calls);
     std::printf("  agree_requests (bits+agree+apply)   median %8.1f us   p90 %8.1f us   (%d calls)\n",
                 requests.first, requests.second, calls);
-    std::printf("  all_reduce_grads_ 3.16M floats      median %8.2f ms   p90 %8.2f ms   (20 calls, 1 bucket of 12.6 MB)\n",
-                grads.first / 1000, grads.second / 1000);
+    std::printf(
+        "  all_reduce_grads_ 3.16M floats      median %8.2f ms   p90 %8.2f ms   (20 calls, 1 bucket of 12.6 MB)\n",
+        grads.first / 1000, grads.second / 1000);
     std::printf("  broadcast_ 3.16M floats             median %8.2f ms   p90 %8.2f ms   (20 calls)\n",
                 bcast.first / 1000, bcast.second / 1000);
   }

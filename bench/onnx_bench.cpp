@@ -45,7 +45,8 @@ yolotrain::nn::DetectionModel load(const std::string& model) {
 
 int main(int argc, char** argv) {
   yolotrain::engine::prefer_avx512_kernels();
-  std::map<std::string, std::string> a = {{"model", "yolov8n.yaml"}, {"imgsz", "640"}, {"threads", "2"}, {"runs", "20"}};
+  std::map<std::string, std::string> a = {
+      {"model", "yolov8n.yaml"}, {"imgsz", "640"}, {"threads", "2"}, {"runs", "20"}};
   if (!yolotrain::bench::parse_args("onnx_bench", argc, argv, a)) return 2;
   const int threads = std::stoi(a["threads"]), runs = std::stoi(a["runs"]);
   const std::int64_t imgsz = std::stoll(a["imgsz"]);

@@ -69,7 +69,8 @@ void agree(const yp::Prediction& want, const yp::Prediction& got, Agreement& out
     std::size_t best = got.boxes.size();
     double best_iou = 0.5;
     for (std::size_t j = 0; j < got.boxes.size(); ++j) {
-      if (!used[j] && got.boxes[j].cls == w.cls && iou(w, got.boxes[j]) > best_iou) best_iou = iou(w, got.boxes[best = j]);
+      if (!used[j] && got.boxes[j].cls == w.cls && iou(w, got.boxes[j]) > best_iou)
+        best_iou = iou(w, got.boxes[best = j]);
     }
     if (best == got.boxes.size()) {
       ++out.unmatched;
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> a = {
       {"model", std::string(YOLOTRAIN_SHARED_DIR) + "/weights/ultralytics/bccd_yolov8n/best.pt"},
       {"source", std::string(YOLOTRAIN_SHARED_DIR) + "/datasets/coco128/images/train"},
-      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "5"}, {"batch", "1"}, {"paths", "all"}, {"conf", "0.25"}};
+      {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "5"},
+      {"batch", "1"},   {"paths", "all"}, {"conf", "0.25"}};
   if (!yolotrain::bench::parse_args("predict_bench", argc, argv, a)) return 2;
   at::set_num_threads(std::stoi(a["threads"]));
   fs::path weights = a["model"];
@@ -123,13 +125,14 @@ int main(int argc, char** argv) {
   base.imgsz_h = base.imgsz_w = std::stoll(a["imgsz"]);
   base.device = "cpu";
   base.conf = std::stod(a["conf"]);
-  std::printf("model %s, %zu images from %s, imgsz %s, batch %zu, %d threads\n", weights.string().c_str(), images.size(),
-              a["source"].c_str(), a["imgsz"].c_str(), batch, at::get_num_threads());
+  std::printf("model %s, %zu images from %s, imgsz %s, batch %zu, %d threads\n", weights.string().c_str(),
+              images.size(), a["source"].c_str(), a["imgsz"].c_str(), batch, at::get_num_threads());
   const std::string default_label = yp::Predictor(weights, base).forward();
   std::printf("default: %s\n", default_label.c_str());
 
   std::string list = a["paths"];
-  if (list == "all") list = "onednn-nhwc,onednn-nchw16c,onednn-nchw8c,libtorch,unfused,onednn-nhwc-bf16,onednn-nchw16c-bf16";
+  if (list == "all")
+    list = "onednn-nhwc,onednn-nchw16c,onednn-nchw8c,libtorch,unfused,onednn-nhwc-bf16,onednn-nchw16c-bf16";
   std::vector<Path> paths;
   for (const std::string& name : split(list)) {
     yp::PredictOptions o = base;
@@ -144,7 +147,8 @@ int main(int argc, char** argv) {
 
   const auto one = [&](Path& path, std::size_t i) {  // inference ms summed over the batch's images
     double ms = 0;
-    for (const auto& p : path.predictor.predict(std::vector<yolotrain::data::Image>(images.begin() + i, images.begin() + i + batch))) {
+    for (const auto& p :
+         path.predictor.predict(std::vector<yolotrain::data::Image>(images.begin() + i, images.begin() + i + batch))) {
       ms += p.speed.inference;
     }
     return ms;
@@ -154,7 +158,8 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < used; i += batch) one(path, i);
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
-    std::printf("first pass %-22s %6.1f ms per image (every size's first call)\n", path.label.c_str(), took.count() / used);
+    std::printf("first pass %-22s %6.1f ms per image (every size's first call)\n", path.label.c_str(),
+                took.count() / used);
   }
   const std::size_t rounds = std::stoul(a["rounds"]);
   for (std::size_t r = 1; r <= rounds; ++r) {

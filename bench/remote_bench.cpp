@@ -86,7 +86,8 @@ void throughput(const yt::S3Server& server, const std::string& parent, std::size
   s.access_key_id = yt::S3Server::access_key();
   s.secret_access_key = yt::S3Server::secret_key();
   s.multipart_part_size = part_size;
-  lc::RemoteMirror mirror(lc::S3Client(s, server.bucket()), lc::S3Location::parse("s3://" + server.bucket() + "/tp" + std::to_string(n)), dir);
+  lc::RemoteMirror mirror(lc::S3Client(s, server.bucket()),
+                          lc::S3Location::parse("s3://" + server.bucket() + "/tp" + std::to_string(n)), dir);
   double mb = 0;
   const auto t0 = Clock::now();
   for (int i = 1; i <= 5; ++i) {
@@ -100,7 +101,8 @@ void throughput(const yt::S3Server& server, const std::string& parent, std::size
   const auto t1 = Clock::now();
   const auto fetched = lc::fetch_latest_checkpoint(mirror.client(), mirror.location(), dir + "/down", "weights/last");
   const double down = seconds_since(t1);
-  const std::string how = mb * 1e6 > double(part_size) ? std::to_string(part_size >> 20) + " MiB parts" : "one PUT each";
+  const std::string how =
+      mb * 1e6 > double(part_size) ? std::to_string(part_size >> 20) + " MiB parts" : "one PUT each";
   std::printf("upload: 5 checkpoints of %.1f MB (saved, verified, %s, keep_last in the bucket) in %.2f s: %.0f MB/s; "
               "download + verify of the newest: %.2f s: %.0f MB/s%s\n",
               mb, how.c_str(), up, 5 * mb / up, down, mb / down, fetched.path ? "" : " (FAILED)");
@@ -159,7 +161,8 @@ int main(int argc, char** argv) {
   };
   for (auto [label, field] : {std::pair{"median", &Round::median_step}, std::pair{"mean", &Round::mean_step}}) {
     const double a = mean_of(plain, field), b = mean_of(remote, field);
-    std::printf("%s step, over the rounds: local only %.4f s, remote= %.4f s: %+.1f%%\n", label, a, b, 100.0 * (b / a - 1));
+    std::printf("%s step, over the rounds: local only %.4f s, remote= %.4f s: %+.1f%%\n", label, a, b,
+                100.0 * (b / a - 1));
   }
   std::printf("stop -> return, over the rounds: local only %.2f s, remote= %.2f s (the final upload confirmed)\n",
               mean_of(plain, &Round::stop_latency), mean_of(remote, &Round::stop_latency));

@@ -102,13 +102,14 @@ int run_one(std::vector<std::string> args) {
   std::vector<double> tail(step_times.begin() + std::min<std::size_t>(3, step_times.size()), step_times.end());
   std::sort(tail.begin(), tail.end());
   if (!tail.empty()) steady = tail[tail.size() / 2];
-  std::printf("imgsz %s batch %s: %.1f img/s over %lld steps (median step %.3f s = %.1f img/s); data %.1f%% forward "
-              "%.1f%% loss %.1f%% backward %.1f%% optimizer %.1f%% checkpoint %.1f%%; stop latency %.3f s; peak RSS %.0f MB; "
-              "process %.1f s; first step began %.2f s after process start\n",
-              arg_or(args, "imgsz", "?").c_str(), arg_or(args, "batch", "?").c_str(), t.images_per_second(),
-              static_cast<long long>(t.steps), steady, steady > 0 ? std::stod(arg_or(args, "batch", "8")) / steady : 0,
-              pct(t.data_s), pct(t.forward_s), pct(t.loss_s), pct(t.backward_s), pct(t.optimizer_s), pct(t.checkpoint_s),
-              stop_latency, double(peak_rss_kb()) / 1024.0, total, first_step_started);
+  std::printf(
+      "imgsz %s batch %s: %.1f img/s over %lld steps (median step %.3f s = %.1f img/s); data %.1f%% forward "
+      "%.1f%% loss %.1f%% backward %.1f%% optimizer %.1f%% checkpoint %.1f%%; stop latency %.3f s; peak RSS %.0f MB; "
+      "process %.1f s; first step began %.2f s after process start\n",
+      arg_or(args, "imgsz", "?").c_str(), arg_or(args, "batch", "?").c_str(), t.images_per_second(),
+      static_cast<long long>(t.steps), steady, steady > 0 ? std::stod(arg_or(args, "batch", "8")) / steady : 0,
+      pct(t.data_s), pct(t.forward_s), pct(t.loss_s), pct(t.backward_s), pct(t.optimizer_s), pct(t.checkpoint_s),
+      stop_latency, double(peak_rss_kb()) / 1024.0, total, first_step_started);
   std::fflush(stdout);
   std::string cmd = std::string("rm -rf ") + dir;
   return std::system(cmd.c_str()) == 0 && r.outcome == en::RunOutcome::Stopped ? 0 : 1;
@@ -117,7 +118,8 @@ int run_one(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  process_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(process_age_s()));
+  process_start =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(process_age_s()));
   en::prefer_avx512_kernels();  // as yolo_train does
   std::vector<std::string> args(argv + 1, argv + argc);
   if (arg_or(args, "data", "").empty()) args.push_back("data=" YOLOTRAIN_SHARED_DIR "/datasets/coco128/data.yaml");

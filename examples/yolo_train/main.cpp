@@ -24,20 +24,21 @@ namespace fs = std::filesystem;
 using yolotrain::engine::TrainConfig;
 
 void print_help() {
-  std::cout << "yolo_train " << yolotrain::version() << "\n\n"
-            << "usage: yolo_train [train] key=value ...      train (resume=true continues a run)\n"
-            << "       yolo_train val model=WEIGHTS [data=data.yaml] [imgsz=..] [batch=..]\n"
-            << "                                          validate weights (per-class table)\n"
-            << "       yolo_train predict model=WEIGHTS source=IMAGES [conf=..] [save_txt=true] ...\n"
-            << "                                          detect objects; annotated images in runs/detect/predict\n"
-            << "       yolo_train export model=WEIGHTS [format=safetensors|onnx] [imgsz=..] [dynamic=true] ...\n"
-            << "                                          write WEIGHTS.safetensors (Ultralytics' names) or WEIGHTS.onnx\n"
-            << "WEIGHTS: an Ultralytics .pt (yolov8n.pt, best.pt), a yolo_train .ytckpt or .safetensors;\n"
-            << "model=WEIGHTS when training fine-tunes from them.\n\n"
-            << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
-            << "resume, SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes). Exit 75: stopped to be\n"
-            << "resumed (deadline, pause_release=exit); 1: runtime error; 2: bad arguments.\n\n"
-            << "Arguments (key=value; cfg=file.yaml loads a file first):\n";
+  std::cout
+      << "yolo_train " << yolotrain::version() << "\n\n"
+      << "usage: yolo_train [train] key=value ...      train (resume=true continues a run)\n"
+      << "       yolo_train val model=WEIGHTS [data=data.yaml] [imgsz=..] [batch=..]\n"
+      << "                                          validate weights (per-class table)\n"
+      << "       yolo_train predict model=WEIGHTS source=IMAGES [conf=..] [save_txt=true] ...\n"
+      << "                                          detect objects; annotated images in runs/detect/predict\n"
+      << "       yolo_train export model=WEIGHTS [format=safetensors|onnx] [imgsz=..] [dynamic=true] ...\n"
+      << "                                          write WEIGHTS.safetensors (Ultralytics' names) or WEIGHTS.onnx\n"
+      << "WEIGHTS: an Ultralytics .pt (yolov8n.pt, best.pt), a yolo_train .ytckpt or .safetensors;\n"
+      << "model=WEIGHTS when training fine-tunes from them.\n\n"
+      << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
+      << "resume, SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes). Exit 75: stopped to be\n"
+      << "resumed (deadline, pause_release=exit); 1: runtime error; 2: bad arguments.\n\n"
+      << "Arguments (key=value; cfg=file.yaml loads a file first):\n";
   for (const auto& a : TrainConfig::describe()) {
     std::printf("  %-18s %-16s %s\n", a.name.c_str(), ("[" + a.default_value + "]").c_str(), a.help.c_str());
   }
@@ -79,8 +80,8 @@ int run_val(const std::vector<std::string>& args) {
   const yolotrain::engine::ValidationReport r = yolotrain::engine::validate(config, &token);
   signals.ignore_from_now();  // a late signal must not turn this exit status into "killed"
   std::cout << r.table(config.verbose);
-  std::printf("Speed: %.1f ms per image (%lld images in %.2f s)\n", r.images ? 1000.0 * r.seconds / double(r.images) : 0.0,
-              static_cast<long long>(r.images), r.seconds);
+  std::printf("Speed: %.1f ms per image (%lld images in %.2f s)\n",
+              r.images ? 1000.0 * r.seconds / double(r.images) : 0.0, static_cast<long long>(r.images), r.seconds);
   for (const auto& w : r.plot_warnings) std::cout << "WARNING plot " << w << "\n";
   if (!r.save_dir.empty()) std::cout << "Results saved to " << r.save_dir.string() << std::endl;
   return 0;

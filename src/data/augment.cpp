@@ -48,8 +48,9 @@ PixelBox warp_box(const PixelBox& b, const cv::Matx33d& M, bool perspective, int
     }
     x1 = std::min(x1, x), y1 = std::min(y1, y), x2 = std::max(x2, x), y2 = std::max(y2, y);
   }
-  PixelBox out{b.cls, static_cast<float>(std::clamp(x1, 0.0, double(w))), static_cast<float>(std::clamp(y1, 0.0, double(h))),
-               static_cast<float>(std::clamp(x2, 0.0, double(w))), static_cast<float>(std::clamp(y2, 0.0, double(h)))};
+  PixelBox out{b.cls, static_cast<float>(std::clamp(x1, 0.0, double(w))),
+               static_cast<float>(std::clamp(y1, 0.0, double(h))), static_cast<float>(std::clamp(x2, 0.0, double(w))),
+               static_cast<float>(std::clamp(y2, 0.0, double(h)))};
   return out;
 }
 

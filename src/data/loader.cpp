@@ -85,7 +85,8 @@ struct Loader::Impl {
     if (!t.defined()) {
       const std::size_t begin = b * opt.batch, size = std::min<std::size_t>(opt.batch, order.size() - begin);
       const auto [h, w] = shape_of(begin);
-      t = at::empty({static_cast<std::int64_t>(size), 3, h, w}, at::TensorOptions(at::kByte).pinned_memory(opt.pin_memory));
+      t = at::empty({static_cast<std::int64_t>(size), 3, h, w},
+                    at::TensorOptions(at::kByte).pinned_memory(opt.pin_memory));
     }
     return t;
   }
@@ -220,7 +221,8 @@ void Loader::seek(int epoch, std::int64_t batch_index) {
     d.global_order = std::make_shared<const std::vector<std::size_t>>(detail::epoch_order(d.dataset, d.opt, epoch));
     const std::vector<std::size_t>& all = *d.global_order;
     d.order.clear();
-    for (std::size_t p : shard_positions(all.size(), d.opt.rank, d.opt.world_size)) d.order.push_back(all[p % all.size()]);
+    for (std::size_t p : shard_positions(all.size(), d.opt.rank, d.opt.world_size))
+      d.order.push_back(all[p % all.size()]);
     if (d.opt.rect) d.shapes = detail::rect_batch_shapes(d.dataset, d.opt, d.order);
     d.ready.clear();
     d.pixels.clear();  // workers still busy with an old batch hold its tensor themselves
@@ -251,7 +253,8 @@ std::optional<Batch> Loader::next() {
     for (std::size_t p = begin; p < end; ++p) d.ready.erase(p);
     d.consumed = end;
     const auto it = d.pixels.find(static_cast<std::size_t>(d.batch));
-    if (it == d.pixels.end()) throw Error("data loader: batch " + std::to_string(d.batch) + " lost its images (seek() from another thread?)");
+    if (it == d.pixels.end())
+      throw Error("data loader: batch " + std::to_string(d.batch) + " lost its images (seek() from another thread?)");
     b.img = std::move(it->second);
     d.pixels.erase(it);
   }

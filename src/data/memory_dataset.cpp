@@ -80,7 +80,8 @@ Dataset memory_dataset(std::shared_ptr<const SampleSource> source, std::vector<s
       rep.corrupt.push_back({name, why});
       continue;
     }
-    if (clipped) rep.warnings.push_back(name + ": " + std::to_string(clipped) + " box(es) slightly outside [0, 1] clipped");
+    if (clipped)
+      rep.warnings.push_back(name + ": " + std::to_string(clipped) + " box(es) slightly outside [0, 1] clipped");
     detail::add_usable(ds, std::move(record));
   }
   if (ds.records.empty()) {

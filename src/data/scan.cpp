@@ -231,7 +231,8 @@ Dataset load_split(const DataConfig& config, const std::string& split, const Sca
     for (std::size_t i = 0; i < std::min<std::size_t>(ds.report.corrupt.size(), 5); ++i) {
       reasons += "\n  " + ds.report.corrupt[i].file.string() + ": " + ds.report.corrupt[i].reason;
     }
-    if (ds.report.corrupt.size() > 5) reasons += "\n  ... and " + std::to_string(ds.report.corrupt.size() - 5) + " more";
+    if (ds.report.corrupt.size() > 5)
+      reasons += "\n  ... and " + std::to_string(ds.report.corrupt.size() - 5) + " more";
     throw Error(config.yaml.string() + ": split '" + split + "' has no usable image in " + where + " (" +
                 std::to_string(ds.report.corrupt.size()) + " corrupt; 'yolo_dataset check' lists them all):" + reasons);
   }

@@ -80,10 +80,12 @@ void draw_shape(cv::Mat& m, int cls, const cv::Rect& box, const cv::Scalar& colo
 /// tries; an empty rectangle when none fits).
 cv::Rect place_box(int side, const std::vector<cv::Rect>& taken, Rng& rng) {
   for (int attempt = 0; attempt < 20; ++attempt) {
-    const int w = static_cast<int>(side * rng.uniform(0.18, 0.45)), h = static_cast<int>(side * rng.uniform(0.18, 0.45));
+    const int w = static_cast<int>(side * rng.uniform(0.18, 0.45)),
+              h = static_cast<int>(side * rng.uniform(0.18, 0.45));
     const cv::Rect box(static_cast<int>(rng.uniform(0, side - w)), static_cast<int>(rng.uniform(0, side - h)), w, h);
     const cv::Rect margin(box.x - 2, box.y - 2, box.width + 4, box.height + 4);
-    if (std::none_of(taken.begin(), taken.end(), [&](const cv::Rect& t) { return (t & margin).area() > 0; })) return box;
+    if (std::none_of(taken.begin(), taken.end(), [&](const cv::Rect& t) { return (t & margin).area() > 0; }))
+      return box;
   }
   return {};
 }

@@ -96,7 +96,8 @@ Diagnosis PeerMonitor::diagnose() {
   } catch (const std::exception& e) {
     if (store_is_rank0_ && rank_ != 0) d.missing.push_back(0);
     d.text = "The rendezvous store cannot be reached (" + message_of(e) + ")" +
-             (store_is_rank0_ ? ": rank 0, which serves it, is gone" : ": the launcher (torchrun), which serves it, is gone");
+             (store_is_rank0_ ? ": rank 0, which serves it, is gone"
+                              : ": the launcher (torchrun), which serves it, is gone");
     return d;
   }
   std::vector<std::string> parts;

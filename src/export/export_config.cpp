@@ -16,26 +16,33 @@ using C = ExportConfig;
 
 const ArgTable<C>& args_table() {
   static const ArgTable<C> table = {
-      {"model", {"", "weights: .pt (Ultralytics), .ytckpt or .safetensors", [](C& c, const std::string& v) { c.model = v; }}},
-      {"format", {"safetensors", "safetensors or onnx",
-                  [](C& c, const std::string& v) {
-                    if (v != "safetensors" && v != "onnx") bad("format", v, "expected safetensors or onnx");
-                    c.format = v;
-                  }}},
-      {"imgsz", {"640", "ONNX input size: N, or H,W (rounded up to multiples of the stride)",
-                 [](C& c, const std::string& v) {
-                   const auto hw = int_list("imgsz", v);
-                   if (hw.size() > 2 || hw[0] < 1 || hw.back() < 1) bad("imgsz", v, "expected N or H,W, positive");
-                   c.onnx.imgsz_h = hw[0];
-                   c.onnx.imgsz_w = hw.back();
-                 }}},
-      {"batch", {"1", "ONNX input batch", [](C& c, const std::string& v) { c.onnx.batch = to_int("batch", v, 1, 1024); }}},
-      {"dynamic", {"false", "ONNX: batch, height and width as symbolic axes",
-                   [](C& c, const std::string& v) { c.onnx.dynamic = to_bool("dynamic", v); }}},
-      {"opset", {"17", "ONNX opset (12 to 17)",
-                 [](C& c, const std::string& v) { c.onnx.opset = static_cast<int>(to_int("opset", v, 12, 17)); }}},
-      {"half", {"false", "float16 (not on the CPU: exports float32 with a warning)",
-                [](C& c, const std::string& v) { c.onnx.half = to_bool("half", v); }}},
+      {"model",
+       {"", "weights: .pt (Ultralytics), .ytckpt or .safetensors", [](C& c, const std::string& v) { c.model = v; }}},
+      {"format",
+       {"safetensors", "safetensors or onnx",
+        [](C& c, const std::string& v) {
+          if (v != "safetensors" && v != "onnx") bad("format", v, "expected safetensors or onnx");
+          c.format = v;
+        }}},
+      {"imgsz",
+       {"640", "ONNX input size: N, or H,W (rounded up to multiples of the stride)",
+        [](C& c, const std::string& v) {
+          const auto hw = int_list("imgsz", v);
+          if (hw.size() > 2 || hw[0] < 1 || hw.back() < 1) bad("imgsz", v, "expected N or H,W, positive");
+          c.onnx.imgsz_h = hw[0];
+          c.onnx.imgsz_w = hw.back();
+        }}},
+      {"batch",
+       {"1", "ONNX input batch", [](C& c, const std::string& v) { c.onnx.batch = to_int("batch", v, 1, 1024); }}},
+      {"dynamic",
+       {"false", "ONNX: batch, height and width as symbolic axes",
+        [](C& c, const std::string& v) { c.onnx.dynamic = to_bool("dynamic", v); }}},
+      {"opset",
+       {"17", "ONNX opset (12 to 17)",
+        [](C& c, const std::string& v) { c.onnx.opset = static_cast<int>(to_int("opset", v, 12, 17)); }}},
+      {"half",
+       {"false", "float16 (not on the CPU: exports float32 with a warning)",
+        [](C& c, const std::string& v) { c.onnx.half = to_bool("half", v); }}},
   };
   return table;
 }

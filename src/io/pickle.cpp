@@ -189,7 +189,8 @@ class Machine {
   }
 
   void append(const PickleRef& to, std::vector<PickleRef> items) {
-    if (to->kind != Kind::List && to->kind != Kind::Object && to->kind != Kind::Set) fail("APPEND to " + to->describe());
+    if (to->kind != Kind::List && to->kind != Kind::Object && to->kind != Kind::Set)
+      fail("APPEND to " + to->describe());
     for (auto& i : items) to->items.push_back(std::move(i));
   }
   void set_items(const PickleRef& to, std::vector<PickleRef> kv) {

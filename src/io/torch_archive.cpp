@@ -98,7 +98,8 @@ class StorageLoader {
   // ('storage', torch.XStorage, key, location, numel)
   PickleRef operator()(const PickleRef& pid) {
     if (pid->kind != Kind::Tuple || pid->items.size() < 5 || pid->items[0]->s != "storage" ||
-        pid->items[1]->kind != Kind::Global || pid->items[2]->kind != Kind::String || pid->items[4]->kind != Kind::Int) {
+        pid->items[1]->kind != Kind::Global || pid->items[2]->kind != Kind::String ||
+        pid->items[4]->kind != Kind::Int) {
       throw Error(name_ + ": a persistent id that is not ('storage', type, key, location, numel)");
     }
     const at::ScalarType dtype = storage_dtype(pid->items[1]->s, name_);

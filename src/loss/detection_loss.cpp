@@ -209,7 +209,8 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
   const int64_t batch_size = feats[0].size(0);
   const LevelParts parts = split_levels(feats, options_.nc, options_.reg_max);
   const at::TensorOptions options = feats[0].options().requires_grad(false);
-  const at::Tensor imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
+  const at::Tensor imgsz =
+      at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
   const auto [anchor_points, stride_tensor] = nn::make_anchors(feats, options_.strides, 0.5);
   const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
 

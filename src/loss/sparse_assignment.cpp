@@ -37,7 +37,8 @@ Pairs candidate_pairs(const at::Tensor& anchors, const at::Tensor& gt_bboxes, co
       auto& out = inside[static_cast<std::size_t>(bg)];
       for (int64_t a = 0; a < A; ++a) {
         const float cx = anc[2 * a], cy = anc[2 * a + 1];
-        if (std::min(std::min(cx - x1, cy - y1), std::min(x2 - cx, y2 - cy)) > eps) out.push_back(static_cast<int32_t>(a));
+        if (std::min(std::min(cx - x1, cy - y1), std::min(x2 - cx, y2 - cy)) > eps)
+          out.push_back(static_cast<int32_t>(a));
       }
     }
   });
@@ -89,7 +90,9 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
   // anchor first among equals, metric 0 never (see the header).
   std::vector<int64_t> first(static_cast<std::size_t>(B * M + 1), P);
   for (int64_t p = P - 1; p >= 0; --p) first[static_cast<std::size_t>(pairs.gt[static_cast<std::size_t>(p)])] = p;
-  for (int64_t bg = B * M - 1; bg >= 0; --bg) first[static_cast<std::size_t>(bg)] = std::min(first[static_cast<std::size_t>(bg)], first[static_cast<std::size_t>(bg + 1)]);
+  for (int64_t bg = B * M - 1; bg >= 0; --bg)
+    first[static_cast<std::size_t>(bg)] =
+        std::min(first[static_cast<std::size_t>(bg)], first[static_cast<std::size_t>(bg + 1)]);
   const int64_t k = std::min<int64_t>(topk_, A);
   std::vector<char> chosen(static_cast<std::size_t>(P), 0);
   at::parallel_for(0, B * M, 1, [&](int64_t begin, int64_t end) {
@@ -108,7 +111,8 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
   // An anchor chosen by several GTs goes to the GT of highest overlap among all (first on ties;
   // GT 0 when every overlap is 0, as argmax over zeros): select_highest_overlaps.
   std::vector<int32_t> claims(static_cast<std::size_t>(B * A), 0);
-  for (int64_t p = 0; p < P; ++p) claims[static_cast<std::size_t>(pairs.anchor[static_cast<std::size_t>(p)])] += chosen[static_cast<std::size_t>(p)];
+  for (int64_t p = 0; p < P; ++p)
+    claims[static_cast<std::size_t>(pairs.anchor[static_cast<std::size_t>(p)])] += chosen[static_cast<std::size_t>(p)];
   std::vector<int64_t> owner(static_cast<std::size_t>(B * A), -1);  // the GT index g of a positive anchor
   std::vector<int64_t> owner_pair(static_cast<std::size_t>(B * A), -1);
   std::vector<float> best(static_cast<std::size_t>(B * A), 0.f);
@@ -131,7 +135,8 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
   at::Tensor target_gt_idx = at::zeros({B, A}, at::kLong), fg = at::zeros({B, A}, at::kBool);
   int64_t* tgi = target_gt_idx.data_ptr<int64_t>();
   bool* fgp = fg.data_ptr<bool>();
-  std::vector<float> gt_best_metric(static_cast<std::size_t>(B * M), 0.f), gt_best_overlap(static_cast<std::size_t>(B * M), 0.f);
+  std::vector<float> gt_best_metric(static_cast<std::size_t>(B * M), 0.f),
+      gt_best_overlap(static_cast<std::size_t>(B * M), 0.f);
   for (int64_t ba = 0; ba < B * A; ++ba) {
     if (owner[static_cast<std::size_t>(ba)] < 0) continue;
     tgi[ba] = owner[static_cast<std::size_t>(ba)];

@@ -64,7 +64,9 @@ std::size_t ConfusionMatrix::index(std::int64_t predicted, std::int64_t truth) c
 
 double& ConfusionMatrix::cell(std::int64_t predicted, std::int64_t truth) { return counts_[index(predicted, truth)]; }
 
-double ConfusionMatrix::at(std::int64_t predicted, std::int64_t truth) const { return counts_[index(predicted, truth)]; }
+double ConfusionMatrix::at(std::int64_t predicted, std::int64_t truth) const {
+  return counts_[index(predicted, truth)];
+}
 
 void ConfusionMatrix::process_batch(const at::Tensor& detections, const at::Tensor& gt_bboxes,
                                     const at::Tensor& gt_cls) {

@@ -43,7 +43,8 @@ PSABlockImpl::PSABlockImpl(const PSABlockOptions& options_) : options(options_) 
 
 void PSABlockImpl::reset() {
   const auto& o = options;
-  attn = register_module("attn", Attention(AttentionOptions(o.c()).num_heads(o.num_heads()).attn_ratio(o.attn_ratio())));
+  attn =
+      register_module("attn", Attention(AttentionOptions(o.c()).num_heads(o.num_heads()).attn_ratio(o.attn_ratio())));
   ffn = register_module("ffn", torch::nn::Sequential(Conv(ConvOptions(o.c(), 2 * o.c(), 1)),
                                                      Conv(ConvOptions(2 * o.c(), o.c(), 1).act(false))));
 }

@@ -31,7 +31,8 @@ std::string list(const std::vector<std::string>& names, size_t max = 8) {
 
 std::string describe(const LoadReport& r) {
   std::string s;
-  if (!r.missing.empty()) s += "\n  " + std::to_string(r.missing.size()) + " missing from the weights: " + list(r.missing);
+  if (!r.missing.empty())
+    s += "\n  " + std::to_string(r.missing.size()) + " missing from the weights: " + list(r.missing);
   if (!r.unexpected.empty()) {
     s += "\n  " + std::to_string(r.unexpected.size()) + " not in the model: " + list(r.unexpected);
   }

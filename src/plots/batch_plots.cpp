@@ -45,17 +45,20 @@ ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor
 void plot_training_labels(PlotWriter& writer, const data::Dataset& set, const std::filesystem::path& dir) {
   std::vector<data::Box> boxes;
   for (const auto& r : set.records) boxes.insert(boxes.end(), r.boxes.begin(), r.boxes.end());
-  writer.submit(dir / "labels.jpg", [boxes = std::move(boxes), names = set.names] { return plot_labels(boxes, names); });
+  writer.submit(dir / "labels.jpg",
+                [boxes = std::move(boxes), names = set.names] { return plot_labels(boxes, names); });
 }
 
 void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
                          const std::filesystem::path& dir) {
   ImagesPlot p = labels_of(batch, names);
-  writer.submit(dir / ("train_batch" + std::to_string(batch.index) + ".jpg"), [p = std::move(p)] { return plot_images(p); });
+  writer.submit(dir / ("train_batch" + std::to_string(batch.index) + ".jpg"),
+                [p = std::move(p)] { return plot_images(p); });
 }
 
 void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
-                           const std::vector<std::string>& names, const std::filesystem::path& dir, std::int64_t max_det) {
+                           const std::vector<std::string>& names, const std::filesystem::path& dir,
+                           std::int64_t max_det) {
   const std::string stem = "val_batch" + std::to_string(batch.index);
   ImagesPlot labels = labels_of(batch, names);
   ImagesPlot predictions = predictions_of(labels, preds, max_det);

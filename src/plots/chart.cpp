@@ -24,10 +24,12 @@ void dotted_line(cv::Mat& m, const std::vector<cv::Point2d>& pts, const cv::Scal
     double s = 0;
     while (s < len) {
       const double in_cycle = std::fmod(phase + s, dash + gap);
-      const double run = in_cycle < dash ? std::min(dash - in_cycle, len - s) : std::min(dash + gap - in_cycle, len - s);
+      const double run =
+          in_cycle < dash ? std::min(dash - in_cycle, len - s) : std::min(dash + gap - in_cycle, len - s);
       if (in_cycle < dash) {
         const cv::Point2d p = a + d * (s / len), q = a + d * ((s + run) / len);
-        cv::line(m, cv::Point(cvRound(p.x), cvRound(p.y)), cv::Point(cvRound(q.x), cvRound(q.y)), color, thickness, cv::LINE_AA);
+        cv::line(m, cv::Point(cvRound(p.x), cvRound(p.y)), cv::Point(cvRound(q.x), cvRound(q.y)), color, thickness,
+                 cv::LINE_AA);
       }
       s += std::max(run, 1e-3);
     }
@@ -50,7 +52,8 @@ std::pair<double, double> padded_range(double lo, double hi) {
 std::string tick_text(double v, double step) {
   char buf[32];
   int decimals = 0;  // as many as the step needs (0.0025 -> 4)
-  while (decimals < 8 && std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6) {
+  while (decimals < 8 &&
+         std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6) {
     ++decimals;
   }
   std::snprintf(buf, sizeof buf, "%.*f", decimals, std::abs(v) < step * 1e-6 ? 0.0 : v);
@@ -61,7 +64,8 @@ void put_text(cv::Mat& m, const std::string& s, cv::Point anchor, double scale, 
               double align_y, const cv::Scalar& color) {
   int base = 0;
   const cv::Size t = cv::getTextSize(s, kFont, scale, thickness, &base);
-  const cv::Point at(anchor.x - static_cast<int>(align_x * t.width), anchor.y + static_cast<int>((1 - align_y) * t.height));
+  const cv::Point at(anchor.x - static_cast<int>(align_x * t.width),
+                     anchor.y + static_cast<int>((1 - align_y) * t.height));
   cv::putText(m, s, at, kFont, scale, color, thickness, cv::LINE_AA);
 }
 
@@ -72,8 +76,8 @@ void put_text_vertical(cv::Mat& m, const std::string& s, cv::Point anchor, doubl
   cv::Mat strip(t.height + base + 2, t.width + 2, CV_8UC3, cv::Scalar(255, 255, 255));
   cv::putText(strip, s, cv::Point(1, t.height + 1), kFont, scale, kText, thickness, cv::LINE_AA);
   cv::rotate(strip, strip, cv::ROTATE_90_COUNTERCLOCKWISE);  // reads upwards
-  const cv::Rect at(anchor.x - static_cast<int>(align_x * strip.cols), anchor.y - static_cast<int>(align_y * strip.rows),
-                    strip.cols, strip.rows);
+  const cv::Rect at(anchor.x - static_cast<int>(align_x * strip.cols),
+                    anchor.y - static_cast<int>(align_y * strip.rows), strip.cols, strip.rows);
   const cv::Rect inside = at & cv::Rect(0, 0, m.cols, m.rows);
   if (inside.empty()) return;
   cv::Mat dst = m(inside);
@@ -114,7 +118,8 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
 }
 
 cv::Point2d Axes::at(double x, double y) const {
-  return cv::Point2d(plot.x + (x - xmin) / (xmax - xmin) * plot.width, plot.y + plot.height - (y - ymin) / (ymax - ymin) * plot.height);
+  return cv::Point2d(plot.x + (x - xmin) / (xmax - xmin) * plot.width,
+                     plot.y + plot.height - (y - ymin) / (ymax - ymin) * plot.height);
 }
 
 int line_thickness(double scale) { return std::max(1, static_cast<int>(std::round(scale * 1.5))); }
@@ -193,7 +198,8 @@ void draw_panel(cv::Mat& canvas, const cv::Rect& area, const Panel& panel) {
     }
     if (rows.empty()) return;
     int base = 0, text_w = 0;
-    for (const Series* se : rows) text_w = std::max(text_w, cv::getTextSize(se->label, kFont, 0.5 * s, th, &base).width);
+    for (const Series* se : rows)
+      text_w = std::max(text_w, cv::getTextSize(se->label, kFont, 0.5 * s, th, &base).width);
     const int row = static_cast<int>(28 * s), sample = static_cast<int>(40 * s);
     const int box_x = panel.legend_outside ? plot.x + plot.width + 15 : plot.x + plot.width - text_w - sample - 30;
     const cv::Rect box(box_x, panel.legend_outside ? plot.y : plot.y + 10, text_w + sample + 20,

@@ -91,7 +91,9 @@ std::array<std::uint8_t, 3> blues(double t) {
   const double x = std::clamp(t, 0.0, 1.0) * 8;
   const int i = std::min(7, static_cast<int>(x));
   const double f = x - i;
-  const auto mix = [&](int c) { return static_cast<std::uint8_t>(std::lround(rgb[i][c] * (1 - f) + rgb[i + 1][c] * f)); };
+  const auto mix = [&](int c) {
+    return static_cast<std::uint8_t>(std::lround(rgb[i][c] * (1 - f) + rgb[i + 1][c] * f));
+  };
   return {mix(2), mix(1), mix(0)};
 }
 
@@ -101,8 +103,10 @@ std::string confusion_matrix_file(bool normalize) {
 
 PixelRect confusion_cell(std::int64_t classes, std::int64_t predicted, std::int64_t truth) {
   const double cell = double(kSide) / double(classes + 1);
-  const int x0 = static_cast<int>(std::lround(kLeft + truth * cell)), x1 = static_cast<int>(std::lround(kLeft + (truth + 1) * cell));
-  const int y0 = static_cast<int>(std::lround(kTop + predicted * cell)), y1 = static_cast<int>(std::lround(kTop + (predicted + 1) * cell));
+  const int x0 = static_cast<int>(std::lround(kLeft + truth * cell)),
+            x1 = static_cast<int>(std::lround(kLeft + (truth + 1) * cell));
+  const int y0 = static_cast<int>(std::lround(kTop + predicted * cell)),
+            y1 = static_cast<int>(std::lround(kTop + (predicted + 1) * cell));
   return {x0, y0, x1 - x0, y1 - y0};
 }
 

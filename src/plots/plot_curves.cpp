@@ -38,7 +38,9 @@ data::Image render(detail::Panel& panel) {
   return detail::to_image(canvas);
 }
 
-bool has_curves(const metrics::DetMetrics& m) { return m.px.defined() && m.px.numel() > 0 && !m.ap_class_index.empty(); }
+bool has_curves(const metrics::DetMetrics& m) {
+  return m.px.defined() && m.px.numel() > 0 && !m.ap_class_index.empty();
+}
 
 }  // namespace
 
@@ -62,10 +64,12 @@ data::Image plot_pr_curve(const metrics::DetMetrics& m, const std::vector<std::s
     for (std::size_t i = 0; nc < 21 && i < nc; ++i) {
       char label[128];
       std::snprintf(label, sizeof label, "%s %.3f", name_of(m, names, i).c_str(), m.ap50[i]);
-      panel.series.push_back({px, row(m.prec_values, static_cast<std::int64_t>(i)), detail::cycle_color(i), label, false, false, 0});
+      panel.series.push_back(
+          {px, row(m.prec_values, static_cast<std::int64_t>(i)), detail::cycle_color(i), label, false, false, 0});
     }
     for (std::size_t i = 0; nc >= 21 && i < nc; ++i) {  // many classes: grey lines, no legend rows
-      panel.series.push_back({px, row(m.prec_values, static_cast<std::int64_t>(i)), cv::Scalar(128, 128, 128), "", false, false, 0});
+      panel.series.push_back(
+          {px, row(m.prec_values, static_cast<std::int64_t>(i)), cv::Scalar(128, 128, 128), "", false, false, 0});
     }
     char label[64];
     std::snprintf(label, sizeof label, "all classes %.3f mAP@0.5", m.map50);

@@ -53,17 +53,20 @@ data::Image plot_images(const ImagesPlot& p) {
 
   const int fs = static_cast<int>((h + w) * ns * 0.01);  // Ultralytics' font size
   const int lw = std::max(static_cast<int>(std::nearbyint(fs / 10.0)), 1);
-  const at::Tensor idx = p.batch_idx.defined() ? p.batch_idx.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
+  const at::Tensor idx =
+      p.batch_idx.defined() ? p.batch_idx.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
   const at::Tensor cls = p.cls.defined() ? p.cls.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
   at::Tensor boxes = p.bboxes.defined() ? p.bboxes.reshape({-1, 4}).to(at::kFloat).cpu().clone() : at::zeros({0, 4});
-  if (boxes.size(0) != cls.size(0) || idx.size(0) != cls.size(0)) throw Error("plot_images: boxes, classes and indices disagree");
+  if (boxes.size(0) != cls.size(0) || idx.size(0) != cls.size(0))
+    throw Error("plot_images: boxes, classes and indices disagree");
   const bool normalised = boxes.numel() == 0 || boxes.max().item<float>() <= 1.1F;
   const at::Tensor confs = p.confs.defined() ? p.confs.reshape({-1}).to(at::kFloat).cpu() : at::Tensor();
   for (int i = 0; i < bs; ++i) {
     const int x = w * (i / ns), y = h * (i % ns);
     cv::rectangle(im, cv::Rect(x, y, w, h), cv::Scalar(255, 255, 255), 2);
     if (static_cast<std::size_t>(i) < p.paths.size()) {
-      const std::string file = std::filesystem::path(p.paths[static_cast<std::size_t>(i)]).filename().string().substr(0, 40);
+      const std::string file =
+          std::filesystem::path(p.paths[static_cast<std::size_t>(i)]).filename().string().substr(0, 40);
       const double sf = std::max(fs / 40.0, 0.3);
       int baseline = 0;
       const cv::Size t = cv::getTextSize(file, cv::FONT_HERSHEY_SIMPLEX, sf, std::max(lw - 1, 1), &baseline);

@@ -24,7 +24,8 @@ cv::Rect plot_area(int tile_x, int tile_y, int bottom = 130) {
 
 void axis_labels(cv::Mat& m, const detail::Axes& a, const std::string& xlabel, const std::string& ylabel) {
   const int th = detail::line_thickness(kScale);
-  if (!xlabel.empty()) detail::put_text(m, xlabel, {a.plot.x + a.plot.width / 2, a.plot.y + a.plot.height + 60}, 0.9, th, 0.5, 0.0);
+  if (!xlabel.empty())
+    detail::put_text(m, xlabel, {a.plot.x + a.plot.width / 2, a.plot.y + a.plot.height + 60}, 0.9, th, 0.5, 0.0);
   detail::put_text_vertical(m, ylabel, {a.plot.x - 125, a.plot.y + a.plot.height / 2}, 0.9, th, 0.0, 0.5);
 }
 
@@ -36,7 +37,8 @@ void class_histogram(cv::Mat& m, const std::vector<data::Box>& boxes, const std:
   for (const auto& b : boxes) count[static_cast<std::size_t>(b.cls)] += 1;
   const bool named = !names.empty() && names.size() < 30;
   int longest = 0, base = 0;
-  for (const auto& n : names) longest = std::max(longest, cv::getTextSize(n, cv::FONT_HERSHEY_SIMPLEX, 0.75, 2, &base).width);
+  for (const auto& n : names)
+    longest = std::max(longest, cv::getTextSize(n, cv::FONT_HERSHEY_SIMPLEX, 0.75, 2, &base).width);
   const int bottom = named ? std::clamp(longest + 40, 130, 330) : 130;
   const double ymax = std::max(1.0, *std::max_element(count.begin(), count.end())) * 1.05;
   const int ticks = named ? std::max(nc, static_cast<int>(names.size())) : nc;
@@ -45,13 +47,14 @@ void class_histogram(cv::Mat& m, const std::vector<data::Box>& boxes, const std:
   detail::draw_ticks(m, a, kScale, false, false, !named);
   for (int i = 0; i < nc; ++i) {
     const cv::Point2d lo = a.at(i - 0.4, 0), hi = a.at(i + 0.4, count[static_cast<std::size_t>(i)]);
-    cv::rectangle(m, cv::Point(cvRound(lo.x), cvRound(hi.y)), cv::Point(cvRound(hi.x), cvRound(lo.y)), bgr(class_color(i)),
-                  cv::FILLED);
+    cv::rectangle(m, cv::Point(cvRound(lo.x), cvRound(hi.y)), cv::Point(cvRound(hi.x), cvRound(lo.y)),
+                  bgr(class_color(i)), cv::FILLED);
   }
   for (int i = 0; named && i < static_cast<int>(names.size()); ++i) {
     const int x = cvRound(a.at(i, 0).x);
     cv::line(m, {x, a.plot.y + a.plot.height}, {x, a.plot.y + a.plot.height + 6}, cv::Scalar(60, 60, 60), 2);
-    detail::put_text_vertical(m, names[static_cast<std::size_t>(i)], {x, a.plot.y + a.plot.height + 12}, 0.75, 2, 0.5, 0.0);
+    detail::put_text_vertical(m, names[static_cast<std::size_t>(i)], {x, a.plot.y + a.plot.height + 12}, 0.75, 2, 0.5,
+                              0.0);
   }
   axis_labels(m, a, named ? "" : "classes", "instances");
 }
@@ -61,7 +64,8 @@ void centred_boxes(cv::Mat& m, const std::vector<data::Box>& boxes) {
   cv::Mat square(1000, 1000, CV_8UC3, cv::Scalar(255, 255, 255));
   for (std::size_t i = 0; i < boxes.size() && i < 500; ++i) {
     const auto& b = boxes[i];
-    const cv::Point p1(cvRound(500 - b.w * 500), cvRound(500 - b.h * 500)), p2(cvRound(500 + b.w * 500), cvRound(500 + b.h * 500));
+    const cv::Point p1(cvRound(500 - b.w * 500), cvRound(500 - b.h * 500)),
+        p2(cvRound(500 + b.w * 500), cvRound(500 + b.h * 500));
     cv::rectangle(square, p1, p2, bgr(class_color(b.cls)), 1);
   }
   const int side = kTile - 100;
@@ -83,7 +87,9 @@ void histogram_2d(cv::Mat& m, int tile_x, int tile_y, const std::vector<data::Bo
   if (!(u1 > u0)) u0 -= 0.5, u1 += 0.5;  // numpy's range for one value
   if (!(v1 > v0)) v0 -= 0.5, v1 += 0.5;
   std::vector<double> cells(kBins * kBins, 0.0);
-  const auto bin = [](double x, double lo, double hi) { return std::min(kBins - 1, static_cast<int>((x - lo) / (hi - lo) * kBins)); };
+  const auto bin = [](double x, double lo, double hi) {
+    return std::min(kBins - 1, static_cast<int>((x - lo) / (hi - lo) * kBins));
+  };
   for (const auto& b : boxes) {
     const auto [u, v] = uv(b);
     cells[static_cast<std::size_t>(bin(v, v0, v1) * kBins + bin(u, u0, u1))] += 1;

@@ -9,7 +9,8 @@ ArenaLayout layout_arena(const std::vector<BufferLife>& buffers, std::size_t ali
   const auto rounded = [alignment](std::size_t n) { return (n + alignment - 1) / alignment * alignment; };
   std::vector<std::size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return buffers[a].bytes > buffers[b].bytes; });
 
   ArenaLayout layout;
   layout.offsets.assign(buffers.size(), 0);

@@ -27,7 +27,8 @@ ConvParams params_of(const torch::nn::Conv2dImpl& conv, bool silu) {
       (*o.stride())[0] != (*o.stride())[1]) {
     throw Unsupported("a convolution with a non-square kernel, stride or padding");
   }
-  if (!torch_compat::holds_alternative<torch::enumtype::kZeros>(o.padding_mode())) throw Unsupported("a padding mode other than zeros");
+  if (!torch_compat::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()))
+    throw Unsupported("a padding mode other than zeros");
   if (!conv.bias.defined()) throw Unsupported("a convolution without bias (BatchNorm not folded)");
   if (conv.weight.scalar_type() != at::kFloat || !conv.weight.device().is_cpu()) {
     throw Unsupported("weights that are not float32 on the CPU");
@@ -121,13 +122,15 @@ class ModelBuilder {
     const auto& o = m.m->options;
     if ((*o.dilation())[0] != 1 || o.ceil_mode()) throw Unsupported("an SPPF pool with dilation or ceil_mode");
     std::vector<int> parts{b_.conv(x, params_of(*m.cv1))};
-    for (int i = 0; i < 3; ++i) parts.push_back(b_.max_pool(parts.back(), (*o.kernel_size())[0], (*o.stride())[0], (*o.padding())[0]));
+    for (int i = 0; i < 3; ++i)
+      parts.push_back(b_.max_pool(parts.back(), (*o.kernel_size())[0], (*o.stride())[0], (*o.padding())[0]));
     return b_.conv(b_.concat(parts), params_of(*m.cv2));
   }
 
   int upsample(int x, const nn::UpsampleImpl& m) {
     const auto factor = static_cast<int64_t>(m.scale_factor);
-    if (static_cast<double>(factor) != m.scale_factor || factor < 1) throw Unsupported("an Upsample by a non-integer factor");
+    if (static_cast<double>(factor) != m.scale_factor || factor < 1)
+      throw Unsupported("an Upsample by a non-integer factor");
     return b_.upsample_nearest(x, factor);
   }
 
@@ -256,7 +259,8 @@ std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, s
 }
 
 at::Tensor OnednnNet::predict(const at::Tensor& x) {
-  if (x.dim() != 4 || x.scalar_type() != at::kFloat || !x.device().is_cpu() || x.size(1) != impl_->model->options.ch()) {
+  if (x.dim() != 4 || x.scalar_type() != at::kFloat || !x.device().is_cpu() ||
+      x.size(1) != impl_->model->options.ch()) {
     throw Error("OnednnNet::predict: expected a float32 CPU input [B, " + std::to_string(impl_->model->options.ch()) +
                 ", H, W], got " + c10::str(x.sizes()) + " " + c10::toString(x.scalar_type()));
   }
@@ -270,7 +274,8 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
   // pthreadpool, whose new threads spin and, with as many OpenMP threads as cores, stalled the
   // first primitives of a forward by a scheduler tick or two (docs/predict.md).
   at::internal::lazy_init_num_threads();
-  const at::Tensor input = x.contiguous(impl_->layout == ftag::nhwc ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::Contiguous);
+  const at::Tensor input =
+      x.contiguous(impl_->layout == ftag::nhwc ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::Contiguous);
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
   for (int64_t i = 0; i < x.size(0); ++i) {

@@ -36,7 +36,8 @@ at::Tensor nchw_view(const dn::memory& m, ftag layout, dn::memory::data_type typ
 
 at::Tensor to_nchw(const dn::memory& m, ftag layout, dn::memory::data_type type) {
   at::Tensor v = nchw_view(m, layout, type);
-  if (v.dim() == 5) v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, m.get_desc().dims()[1]);
+  if (v.dim() == 5)
+    v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, m.get_desc().dims()[1]);
   return v.to(at::kFloat);
 }
 
@@ -71,7 +72,8 @@ std::vector<at::Tensor> Plan::run(dn::stream& stream, void* image) {
   }
   stream.wait();
   std::vector<at::Tensor> levels;
-  for (const auto& o : outputs) levels.push_back(at::from_blob(static_cast<std::uint8_t*>(bound) + o.offset, o.sizes, at::kFloat));
+  for (const auto& o : outputs)
+    levels.push_back(at::from_blob(static_cast<std::uint8_t*>(bound) + o.offset, o.sizes, at::kFloat));
   return levels;
 }
 
@@ -84,8 +86,9 @@ dn::memory PackedWeights::get(const at::Tensor& t, const dn::memory::desc& md, c
   const at::Tensor c = t.contiguous();
   const dims d = md.dims();  // grouped weights: goihw, the same bytes as the tensor's oihw
   const dn::memory::desc plain = c.dim() != 4 ? dn::memory::desc({c.numel()}, f32, ftag::x)
-                                 : d.size() == 5 ? dn::memory::desc(d, f32, ftag::goihw)
-                                                 : dn::memory::desc({c.size(0), c.size(1), c.size(2), c.size(3)}, f32, ftag::oihw);
+                                 : d.size() == 5
+                                     ? dn::memory::desc(d, f32, ftag::goihw)
+                                     : dn::memory::desc({c.size(0), c.size(1), c.size(2), c.size(3)}, f32, ftag::oihw);
   dn::memory user(plain, engine, c.data_ptr());
   dn::memory packed(md, engine);
   dn::reorder(user, packed).execute(stream, user, packed);
@@ -233,7 +236,8 @@ void PlanBuilder::finish() {
   for (std::size_t v = 0; v < values_.size(); ++v) {
     if (static_cast<int>(v) == input_) continue;
     std::size_t offset = 0;
-    BufferLife& life = lives[static_cast<std::size_t>(buffer[static_cast<std::size_t>(root(static_cast<int>(v), offset))])];
+    BufferLife& life =
+        lives[static_cast<std::size_t>(buffer[static_cast<std::size_t>(root(static_cast<int>(v), offset))])];
     for (const int step : {values_[v].first, values_[v].last}) {
       if (step < 0) continue;
       life.first = life.first < 0 ? step : std::min(life.first, step);
@@ -250,7 +254,8 @@ void PlanBuilder::finish() {
     if (static_cast<int>(v) == input_) continue;
     std::size_t offset = 0;
     const int r = root(static_cast<int>(v), offset);
-    plan_.bindings.emplace_back(values_[v].memory, layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(r)])] + offset);
+    plan_.bindings.emplace_back(values_[v].memory,
+                                layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(r)])] + offset);
   }
   for (const auto& [memory, v] : views_) {
     plan_.bindings.emplace_back(memory, layout.offsets[static_cast<std::size_t>(buffer[static_cast<std::size_t>(v)])]);

@@ -60,7 +60,8 @@ void save_annotated(const fs::path& dir, const fs::path& source, const data::Ima
   if (ext == ".png") {
     data::write_bytes(dir / source.filename(), data::encode_png(image));
   } else {
-    const fs::path name = ext == ".jpg" || ext == ".jpeg" ? source.filename() : fs::path(source.filename().string() + ".jpg");
+    const fs::path name =
+        ext == ".jpg" || ext == ".jpeg" ? source.filename() : fs::path(source.filename().string() + ".jpg");
     data::write_bytes(dir / name, data::encode_jpeg(image, 95));
   }
 }
@@ -164,7 +165,8 @@ PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlT
     const bool tty = ::isatty(STDOUT_FILENO) && &out == &std::cout;
     out << "Results saved to " << (tty ? "\033[1m" : "") << result.save_dir.string() << (tty ? "\033[0m" : "") << "\n";
     if (cfg.save_txt) {  // Ultralytics counts the folder's files ("label" unless more than one)
-      for (const auto& e : fs::directory_iterator(result.save_dir / "labels")) result.label_files += e.path().extension() == ".txt";
+      for (const auto& e : fs::directory_iterator(result.save_dir / "labels"))
+        result.label_files += e.path().extension() == ".txt";
       out << result.label_files << " label" << (result.label_files > 1 ? "s" : "") << " saved to "
           << (result.save_dir / "labels").string() << "\n";
     }

@@ -109,7 +109,11 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   if (images.empty()) return {};
   c10::InferenceMode inference;
   const auto t0 = Clock::now();
-  at::Tensor x = preprocess(images, options.imgsz_h, options.imgsz_w, true, net->max_stride()).to(device).to(dtype).div_(255).contiguous(format);
+  at::Tensor x = preprocess(images, options.imgsz_h, options.imgsz_w, true, net->max_stride())
+                     .to(device)
+                     .to(dtype)
+                     .div_(255)
+                     .contiguous(format);
   const double pre = ms_since(t0);
 
   const auto t1 = Clock::now();

@@ -27,7 +27,8 @@ at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_
   std::vector<data::Image> boxed;
   for (const data::Image* im : images) {
     data::Labelled sample{*im, {}};
-    data::letterbox(sample, static_cast<int>(imgsz_h), static_cast<int>(imgsz_w), auto_pad, true, static_cast<int>(stride));
+    data::letterbox(sample, static_cast<int>(imgsz_h), static_cast<int>(imgsz_w), auto_pad, true,
+                    static_cast<int>(stride));
     boxed.push_back(std::move(sample.image));
   }
   const int h = boxed[0].height, w = boxed[0].width;

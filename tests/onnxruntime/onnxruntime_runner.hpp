@@ -43,7 +43,8 @@ inline OnnxRuntimeResult run_onnxruntime(const std::filesystem::path& model, con
                                          const std::filesystem::path& work, int repeats = 1) {
   const at::Tensor x = input.to(at::kFloat).contiguous();
   const auto in = work / "ort_input.bin", out = work / "ort_output.bin", err = work / "ort_stderr.txt";
-  std::ofstream(in, std::ios::binary).write(static_cast<const char*>(x.data_ptr()), static_cast<std::streamsize>(x.nbytes()));
+  std::ofstream(in, std::ios::binary)
+      .write(static_cast<const char*>(x.data_ptr()), static_cast<std::streamsize>(x.nbytes()));
   std::string dims;
   for (auto d : x.sizes()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
   const std::string cmd = "node '" + (onnxruntime_dir() / "run_onnx.js").string() + "' '" + model.string() + "' '" +

@@ -228,7 +228,8 @@ inline Captured run_capture(const std::vector<std::string>& argv, std::vector<st
   bool timed_out = false;
   char buf[65536];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -296,7 +297,8 @@ inline std::pair<int, std::string> http_request(int port, const std::string& met
   }
   // "HTTP/1.1 200 OK\r\n...\r\n\r\nbody" (the control channel answers with Content-Length, not chunked)
   const auto head_end = response.find("\r\n\r\n");
-  if (response.compare(0, 5, "HTTP/") != 0 || head_end == std::string::npos || response.find(' ') == std::string::npos) {
+  if (response.compare(0, 5, "HTTP/") != 0 || head_end == std::string::npos ||
+      response.find(' ') == std::string::npos) {
     throw std::runtime_error(where + ": not an HTTP answer: " + tail(response, 500));
   }
   const int status = std::atoi(response.c_str() + response.find(' ') + 1);
@@ -360,7 +362,8 @@ inline const std::optional<std::vector<std::string>>& node_des_options() {
   static const std::optional<std::vector<std::string>> options = []() -> std::optional<std::vector<std::string>> {
     if (node_path().empty()) return std::nullopt;
     const std::string des = "require('crypto').createCipheriv('des', Buffer.alloc(8), Buffer.alloc(8))";
-    for (std::vector<std::string> extra : {std::vector<std::string>{}, std::vector<std::string>{"--openssl-legacy-provider"}}) {
+    for (std::vector<std::string> extra :
+         {std::vector<std::string>{}, std::vector<std::string>{"--openssl-legacy-provider"}}) {
       std::vector<std::string> argv{node_path()};
       argv.insert(argv.end(), extra.begin(), extra.end());
       argv.insert(argv.end(), {"-e", des});
@@ -441,7 +444,9 @@ class S3Server {
   }
 
  private:
-  static std::filesystem::path script() { return s3_detail::s3rver_dir() / "node_modules" / "s3rver" / "bin" / "s3rver.js"; }
+  static std::filesystem::path script() {
+    return s3_detail::s3rver_dir() / "node_modules" / "s3rver" / "bin" / "s3rver.js";
+  }
 
   void start() {
     std::vector<std::string> argv{s3_detail::node_path()};

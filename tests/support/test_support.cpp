@@ -196,7 +196,8 @@ std::optional<std::string> torchrun_missing() {
 
 std::optional<std::string> cuda_missing() {
   if (lifecycle::cuda_usable()) return std::nullopt;
-  return std::string("skipped: no CUDA device (") + (lifecycle::built_with_cuda() ? "none visible" : "a CPU build") + ")";
+  return std::string("skipped: no CUDA device (") + (lifecycle::built_with_cuda() ? "none visible" : "a CPU build") +
+         ")";
 }
 
 }  // namespace yolotrain::test

@@ -19,8 +19,9 @@ struct ShapesOptions {
 const char* const* shapes_class_names(int* count);
 
 /// Writes a YOLO-layout dataset of shapes (4 classes; 1-4 vivid shapes per image, each 18-45 % of
-/// the side, apart from each other, inside the image, on a muted gradient with light noise) to `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt and data.yaml
-/// (path: .). The bytes are a function of the options only. Returns the data.yaml path.
+/// the side, apart from each other, inside the image, on a muted gradient with light noise) to
+/// `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt and data.yaml (path: .). The bytes are
+/// a function of the options only. Returns the data.yaml path.
 std::filesystem::path write_shapes_dataset(const std::filesystem::path& out, const ShapesOptions& options = {});
 
 struct Sample;

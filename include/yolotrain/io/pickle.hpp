@@ -58,8 +58,8 @@ using ReduceHook = std::function<PickleRef(const std::string& callee, const Pick
 /// DUP, PUT/BINPUT/LONG_BINPUT, GET/BINGET/LONG_BINGET, MEMOIZE), GLOBAL and STACK_GLOBAL (names
 /// only), REDUCE, NEWOBJ, NEWOBJ_EX and BUILD (recorded, see PickleValue), BINPERSID (via
 /// `persistent_load`), PROTO, FRAME and STOP. Anything else (INST, OBJ, EXT*, PERSID, the text
-/// STRING and UNICODE, out-of-band buffers), a truncated stream, a bad memo index or a malformed stack throws yolotrain::Error
-/// naming `name`, the opcode and its offset.
+/// STRING and UNICODE, out-of-band buffers), a truncated stream, a bad memo index or a malformed
+/// stack throws yolotrain::Error naming `name`, the opcode and its offset.
 PickleRef read_pickle(const std::uint8_t* data, std::size_t size, const std::string& name,
                       const PersistentLoad& persistent_load = {}, const ReduceHook& reduce = {});
 

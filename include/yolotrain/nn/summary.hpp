@@ -26,9 +26,9 @@ struct ModelSummary {
 
 /// GFLOPs of one imgsz x imgsz image, counted as Ultralytics prints them: 2 * the multiply-
 /// accumulates of every Conv2d (out.numel() * Cin/groups * kh * kw, bias and BatchNorm ignored),
-/// over the decoding forward (the DFL's 1x1 conv included, as thop counts it). Runs a small no-grad forward in eval mode (BatchNorm statistics
-/// are untouched and the mode is restored): at 2x the largest stride, scaled by area when imgsz
-/// is a multiple of it, else at imgsz.
+/// over the decoding forward (the DFL's 1x1 conv included, as thop counts it). Runs a small no-grad
+/// forward in eval mode (BatchNorm statistics are untouched and the mode is restored): at 2x the
+/// largest stride, scaled by area when imgsz is a multiple of it, else at imgsz.
 double count_gflops(DetectionModelImpl& model, int64_t imgsz = 640);
 
 /// The model's summary at `imgsz`.

@@ -36,7 +36,8 @@ struct LoadReport {
   std::vector<std::string> loaded;      ///< names copied into the module
   std::vector<std::string> missing;     ///< in the module, not in the weights
   std::vector<std::string> unexpected;  ///< in the weights, not in the module
-  std::vector<std::string> mismatched;  ///< in both, with another shape ("name [..] in the weights vs [..] in the model")
+  /// in both, with another shape ("name [..] in the weights vs [..] in the model")
+  std::vector<std::string> mismatched;
   /// True when every name matched with its shape.
   bool complete() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
 };

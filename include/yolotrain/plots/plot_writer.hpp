@@ -17,7 +17,8 @@ namespace yolotrain::plots {
 /// Draws and writes plots on a thread of its own, so that the caller (a training step) never
 /// waits for one. Each job draws an image and writes it atomically as JPEG (.jpg) or PNG (.png), or
 /// writes a text (the numbers beside a picture). A job that throws or cannot be written becomes a
-/// warning (take_warnings(); one per file, however often it fails); it never reaches the caller. Jobs run in the order submitted. The destructor writes what is queued, then joins.
+/// warning (take_warnings(); one per file, however often it fails); it never reaches the caller.
+/// Jobs run in the order submitted. The destructor writes what is queued, then joins.
 class PlotWriter {
  public:
   PlotWriter();

@@ -11,7 +11,9 @@ LayerKind::Built build_concat(const LayerRow& row) {
   return {Concat(1).ptr(), c2};
 }
 
-at::Tensor forward_concat(torch::nn::Module& m, const std::vector<at::Tensor>& in) { return m.as<ConcatImpl>()->forward(in); }
+at::Tensor forward_concat(torch::nn::Module& m, const std::vector<at::Tensor>& in) {
+  return m.as<ConcatImpl>()->forward(in);
+}
 
 LayerKind concat_kind() { return {"Concat", kManyInputs, {"Concat"}, build_concat, forward_concat}; }
 

@@ -149,7 +149,8 @@ TEST_CASE("AutoBatch's CUDA probe measures memory growing with the batch", "[eng
   CHECK(*small > 0.0);
 }
 
-TEST_CASE("a run's CUDA device becomes the current one, so the guard's figures are that device's", "[lifecycle][cuda]") {
+TEST_CASE("a run's CUDA device becomes the current one, so the guard's figures are that device's",
+          "[lifecycle][cuda]") {
   if (skip_without_cuda()) return;
   const int last = static_cast<int>(torch::cuda::device_count()) - 1;  // cuda:N, N > 0 where there are several
   lc::cuda_set_current_device(last);

@@ -125,7 +125,8 @@ TEST_CASE("augment: a mosaic is its four tiles on a canvas of 114 elsewhere", "[
   const int s = 64;
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
     std::vector<Labelled> four;
-    for (int i = 0; i < 4; ++i) four.push_back({Image(20 + 17 * i, 70 - 11 * i, static_cast<std::uint8_t>(10 + i)), {}});
+    for (int i = 0; i < 4; ++i)
+      four.push_back({Image(20 + 17 * i, 70 - 11 * i, static_cast<std::uint8_t>(10 + i)), {}});
     Rng rng(seed);
     const Labelled m = mosaic4(four, s, rng);
     Rng again(seed);

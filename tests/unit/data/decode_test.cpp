@@ -117,7 +117,8 @@ TEST_CASE("images whose header declares more pixels than the limit are refused b
     CAPTURE(name);
     CHECK_THROWS_WITH(decode_image(dir / name), Catch::Contains((dir / name).string() + ": " + why));
     CHECK_THROWS_WITH(decode_image(dir / name, 320), Catch::Contains(why));  // DCT scaling does not bypass it
-    CHECK_THROWS_WITH(verify_image(dir / name), Catch::StartsWith(why) && Catch::Contains("YOLOTRAIN_MAX_IMAGE_PIXELS"));
+    CHECK_THROWS_WITH(verify_image(dir / name),
+                      Catch::StartsWith(why) && Catch::Contains("YOLOTRAIN_MAX_IMAGE_PIXELS"));
   }
   // EXIF orientation (a transposed image has the same pixels) does not bypass it either.
   const std::string jpeg = yolotrain::test::slurp(dir / "bomb.jpg");
@@ -135,7 +136,8 @@ TEST_CASE("the pixel limit is configurable and an image at the limit decodes", "
   CHECK(decode_image(dir / "a.png").width == 20);
   CHECK(decode_image(dir / "a.jpg").height == 16);
   set_max_image_pixels(16 * 20 - 1);
-  CHECK_THROWS_WITH(decode_image(dir / "a.png"), Catch::Contains("image size 20x16 (320 pixels) exceeds the limit of 319 pixels"));
+  CHECK_THROWS_WITH(decode_image(dir / "a.png"),
+                    Catch::Contains("image size 20x16 (320 pixels) exceeds the limit of 319 pixels"));
   CHECK_THROWS_WITH(decode_image(dir / "a.jpg"), Catch::Contains("20x16 (320 pixels) exceeds the limit of 319"));
   set_max_image_pixels(0);  // no limit
   CHECK(decode_image(dir / "a.png").width == 20);

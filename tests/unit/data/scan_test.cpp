@@ -108,7 +108,8 @@ TEST_CASE("scan: labels round-trip through the cache", "[data][scan]") {
 TEST_CASE("scan: corrupt images and bad label files are skipped with reasons", "[data][scan]") {
   TempDir dir;
   const fs::path im = dir / "images/train", lb = dir / "labels/train";
-  for (const char* n : {"good", "dup", "clip", "bg", "four", "cls", "far", "nan", "degen"}) write_jpeg(im / (std::string(n) + ".jpg"));
+  for (const char* n : {"good", "dup", "clip", "bg", "four", "cls", "far", "nan", "degen"})
+    write_jpeg(im / (std::string(n) + ".jpg"));
   write_text(lb / "good.txt", "0 0.5 0.5 0.2 0.2\n1 0.3 0.3 0.1 0.1\n");
   write_text(lb / "dup.txt", "0 0.5 0.5 0.2 0.2\n0 0.5 0.5 0.2 0.2\n2 0.5 0.5 0.2 0.2\n");
   write_text(lb / "clip.txt", "1 0.5 0.5 1.005 0.2\n");
@@ -120,7 +121,8 @@ TEST_CASE("scan: corrupt images and bad label files are skipped with reasons", "
   write_text(lb / "degen.txt", "0 0.5 0.5 0 0.2\n");
   // A truncated JPEG and a zero-byte PNG.
   const auto bytes = yolotrain::data::encode_jpeg(yolotrain::test::pattern_image(64, 96), 90);
-  yolotrain::data::write_bytes(im / "trunc.jpg", std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + bytes.size() / 2));
+  yolotrain::data::write_bytes(im / "trunc.jpg",
+                               std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + bytes.size() / 2));
   write_text(im / "zero.png", "");
   write_text(im / "fake.png", "GIF89a not a png at all");
   write_text(dir / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a, b, c]\n");
@@ -143,8 +145,9 @@ TEST_CASE("scan: corrupt images and bad label files are skipped with reasons", "
   CHECK(has_problem(r, "trunc.jpg", "corrupt JPEG"));
   CHECK(has_problem(r, "zero.png", "empty file"));
   CHECK(has_problem(r, "fake.png", "unsupported image format"));
-  const auto clipped = std::find_if(r.warnings.begin(), r.warnings.end(),
-                                    [](const std::string& w) { return w.find("clip.txt: 1 box(es)") != std::string::npos; });
+  const auto clipped = std::find_if(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("clip.txt: 1 box(es)") != std::string::npos;
+  });
   CHECK(clipped != r.warnings.end());
   const auto& clip = *std::find_if(ds.records.begin(), ds.records.end(),
                                    [](const ImageRecord& rec) { return rec.image.filename() == "clip.jpg"; });
@@ -168,8 +171,10 @@ TEST_CASE("scan: a split without usable images is an error naming the folder", "
   fs::create_directories(dir / "images/empty");
   write_text(dir / "data.yaml", "train: images/train\nval: images/empty\nnames: [a]\n");
   const DataConfig cfg = load_data_yaml(dir / "data.yaml");
-  CHECK_THROWS_WITH(load_split(cfg, "train", no_cache()), Catch::Contains("no usable image") && Catch::Contains("images/train"));
-  CHECK_THROWS_WITH(load_split(cfg, "val", no_cache()), Catch::Contains("has no images") && Catch::Contains("images/empty"));
+  CHECK_THROWS_WITH(load_split(cfg, "train", no_cache()),
+                    Catch::Contains("no usable image") && Catch::Contains("images/train"));
+  CHECK_THROWS_WITH(load_split(cfg, "val", no_cache()),
+                    Catch::Contains("has no images") && Catch::Contains("images/empty"));
 }
 
 TEST_CASE("scan: a damaged or cut labels cache is never trusted, a changed image invalidates it", "[data][scan]") {

@@ -25,7 +25,8 @@ std::pair<int, std::string> run(const std::vector<std::string>& args, const Temp
 
 TEST_CASE("yolo_dataset: shapes then check", "[data][yolo_dataset]") {
   TempDir dir;
-  auto [code, out] = run({"shapes", (dir / "ds").string(), "--seed", "5", "--train", "6", "--val", "2", "--imgsz", "96"}, dir);
+  auto [code, out] =
+      run({"shapes", (dir / "ds").string(), "--seed", "5", "--train", "6", "--val", "2", "--imgsz", "96"}, dir);
   CHECK(code == 0);
   CHECK_THAT(out, Catch::Contains("6 train, 2 val"));
   CHECK(fs::exists(dir / "ds/images/train/000005.jpg"));

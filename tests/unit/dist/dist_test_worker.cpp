@@ -67,7 +67,8 @@ void check_broadcast(dist::ProcessGroup& pg) {
 void check_all_reduce(dist::ProcessGroup& pg) {
   const int r = pg.rank(), w = pg.world_size();
   const double mean_factor = (w + 1) / 2.0;  // mean of 1..w
-  std::vector<at::Tensor> t{at::arange(1000, at::kFloat) * (r + 1), at::arange(300, at::kDouble).view({3, 100}) * (r + 1)};
+  std::vector<at::Tensor> t{at::arange(1000, at::kFloat) * (r + 1),
+                            at::arange(300, at::kDouble).view({3, 100}) * (r + 1)};
   pg.all_reduce_mean_(t);
   expect(at::allclose(t[0], at::arange(1000, at::kFloat) * mean_factor), "all_reduce_mean_: float");
   expect(at::allclose(t[1], at::arange(300, at::kDouble).view({3, 100}) * mean_factor), "all_reduce_mean_: double");

@@ -43,7 +43,8 @@ inline yolotrain::nn::DetectionModel model_of(const fs::path& weights) {
 // The first `n` images of a dataset's val folder (sorted), decoded.
 inline std::vector<yolotrain::data::Image> images_of(const std::string& dataset, std::size_t n) {
   std::vector<fs::path> paths;
-  for (const auto& e : fs::directory_iterator(kShared / "datasets" / dataset / "images" / "val")) paths.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(kShared / "datasets" / dataset / "images" / "val"))
+    paths.push_back(e.path());
   std::sort(paths.begin(), paths.end());
   std::vector<yolotrain::data::Image> out;
   for (std::size_t i = 0; i < n && i < paths.size(); ++i) out.push_back(yolotrain::data::decode_image(paths[i]));

@@ -69,7 +69,8 @@ TEST_CASE("ONNX Runtime runs the exported graph as libtorch runs the model: raw 
           o.opset = opset;
           o.dynamic = dynamic;
           const fs::path path = tmp.path() / (name + ".onnx");
-          std::ofstream(path, std::ios::binary) << yolotrain::exporter::onnx_model(*model, o, {"test", "", model->names()});
+          std::ofstream(path, std::ios::binary)
+              << yolotrain::exporter::onnx_model(*model, o, {"test", "", model->names()});
           // A dynamic graph runs on another batch and shape than it was exported at.
           const auto& images = name == "nc80" ? coco_images : bccd_images;
           const at::Tensor x = dynamic ? input_of(images, imgsz - 64, imgsz + 96) : input_of({images[0]}, imgsz, imgsz);
@@ -176,7 +177,8 @@ TEST_CASE("ONNX's own Python checker (full check, with shape inference) accepts 
       const fs::path path = tmp.path() / "m.onnx";
       std::ofstream(path, std::ios::binary) << yolotrain::exporter::onnx_model(*model, o, {"d", "", model->names()});
       const std::string cmd =
-          "/usr/bin/python3 -c \"import onnx, sys; m = onnx.load(sys.argv[1]); onnx.checker.check_model(m, full_check=True); "
+          "/usr/bin/python3 -c \"import onnx, sys; m = onnx.load(sys.argv[1]); "
+          "onnx.checker.check_model(m, full_check=True); "
           "i = onnx.shape_inference.infer_shapes(m, strict_mode=True); print(i.graph.output[0])\" " +
           path.string() + " > " + (tmp.path() / "py.txt").string() + " 2>&1";
       INFO("opset " << opset << (dynamic ? " dynamic" : " static") << ": " << slurp(tmp.path() / "py.txt"));
@@ -221,7 +223,8 @@ TEST_CASE("export_onnx from weights files: rounded imgsz, bad files named, the p
 
 TEST_CASE("export arguments: Ultralytics' names, W.onnx beside W, bad values named", "[export]") {
   using yolotrain::exporter::ExportConfig;
-  const auto c = ExportConfig::from_args({"model=runs/best.pt", "format=onnx", "imgsz=480,640", "dynamic=true", "opset=12"});
+  const auto c =
+      ExportConfig::from_args({"model=runs/best.pt", "format=onnx", "imgsz=480,640", "dynamic=true", "opset=12"});
   CHECK(c.onnx.imgsz_h == 480);
   CHECK(c.onnx.imgsz_w == 640);
   CHECK(c.onnx.dynamic);
@@ -231,5 +234,6 @@ TEST_CASE("export arguments: Ultralytics' names, W.onnx beside W, bad values nam
   CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "opset=18"}), Catch::Contains("12 to 17"));
   CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "format=tflite"}), Catch::Contains("safetensors or onnx"));
   CHECK_THROWS_WITH(ExportConfig::from_args({"format=onnx"}), Catch::Contains("needs model="));
-  CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "simplify=true"}), Catch::Contains("no argument 'simplify'"));
+  CHECK_THROWS_WITH(ExportConfig::from_args({"model=a.pt", "simplify=true"}),
+                    Catch::Contains("no argument 'simplify'"));
 }

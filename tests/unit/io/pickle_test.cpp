@@ -36,8 +36,11 @@ std::string error_of(const std::string& bytes) {
 TEST_CASE("read_pickle reads Python's protocol-2 containers and scalars", "[io]") {
   // {'a': [1, -2, 300, 70000, 2**40], 'b': (1.5, None, True, 'x\u00e9')}
   const std::string bytes = literal_bytes(
-      "\x80\x02}q\x00(X\x01\x00\x00\x00" "aq\x01]q\x02(K\x01J\xfe\xff\xff\xffM,\x01Jp\x11\x01\x00\x8a\x06\x00\x00\x00\x00\x00"
-      "\x01" "eX\x01\x00\x00\x00" "bq\x03(G?\xf8\x00\x00\x00\x00\x00\x00N\x88X\x03\x00\x00\x00x\xc3\xa9q\x04tq\x05u.");
+      "\x80\x02}q\x00(X\x01\x00\x00\x00"
+      "aq\x01]q\x02(K\x01J\xfe\xff\xff\xffM,\x01Jp\x11\x01\x00\x8a\x06\x00\x00\x00\x00\x00"
+      "\x01"
+      "eX\x01\x00\x00\x00"
+      "bq\x03(G?\xf8\x00\x00\x00\x00\x00\x00N\x88X\x03\x00\x00\x00x\xc3\xa9q\x04tq\x05u.");
   const PickleRef v = parse(bytes);
   REQUIRE(v->kind == Kind::Dict);
   const PickleRef a = v->get("a");
@@ -59,7 +62,10 @@ TEST_CASE("read_pickle reads Python's protocol-2 containers and scalars", "[io]"
 
 TEST_CASE("read_pickle records classes by name and runs nothing", "[io]") {
   // GLOBAL os.system, ('echo pwned',), REDUCE: a classic exploit becomes an inert Object.
-  const std::string bytes = literal_bytes("\x80\x02" "cposix\nsystem\nq\x00X\n\x00\x00\x00" "echo pwnedq\x01\x85q\x02Rq\x03.");
+  const std::string bytes = literal_bytes(
+      "\x80\x02"
+      "cposix\nsystem\nq\x00X\n\x00\x00\x00"
+      "echo pwnedq\x01\x85q\x02Rq\x03.");
   const PickleRef v = parse(bytes);
   REQUIRE(v->kind == Kind::Object);
   CHECK(v->class_name() == "posix.system");
@@ -75,7 +81,9 @@ TEST_CASE("read_pickle records classes by name and runs nothing", "[io]") {
 
 TEST_CASE("read_pickle maps OrderedDict, set, torch.Size and _codecs.encode to data", "[io]") {
   // collections.OrderedDict() + SETITEMS; __builtin__.set([1]); _codecs.encode('\xff', 'latin1')
-  const std::string od = literal_bytes("\x80\x02" "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00kq\x02K\x01s.");
+  const std::string od = literal_bytes(
+      "\x80\x02"
+      "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00kq\x02K\x01s.");
   const PickleRef d = parse(od);
   REQUIRE(d->kind == Kind::Dict);
   CHECK(d->get("k")->i == 1);
@@ -83,7 +91,9 @@ TEST_CASE("read_pickle maps OrderedDict, set, torch.Size and _codecs.encode to d
   const PickleRef s = parse(set);
   REQUIRE(s->kind == Kind::Set);
   REQUIRE(s->items.size() == 1);
-  const std::string enc = literal_bytes("\x80\x02" "c_codecs\nencode\nq\x00X\x02\x00\x00\x00\xc3\xbfq\x01X\x06\x00\x00\x00latin1q\x02\x86q\x03Rq\x04.");
+  const std::string enc = literal_bytes(
+      "\x80\x02"
+      "c_codecs\nencode\nq\x00X\x02\x00\x00\x00\xc3\xbfq\x01X\x06\x00\x00\x00latin1q\x02\x86q\x03Rq\x04.");
   const PickleRef b = parse(enc);
   REQUIRE(b->kind == Kind::Bytes);
   CHECK(b->s == std::string("\xff"));

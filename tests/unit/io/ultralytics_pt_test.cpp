@@ -157,7 +157,8 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
   };
   CHECK_THAT(error_reading(tmp / "missing.pt"), Catch::Contains("cannot open"));
   CHECK_THAT(error_reading(write("text.pt", "hello, not a checkpoint")), Catch::Contains("no zip header"));
-  CHECK_THAT(error_reading(write("legacy.pt", literal_bytes("\x80\x02\x8a\x0a"))), Catch::Contains("legacy torch.save"));
+  CHECK_THAT(error_reading(write("legacy.pt", literal_bytes("\x80\x02\x8a\x0a"))),
+             Catch::Contains("legacy torch.save"));
 
   if (fs::exists(kWeights / "best.pt")) {  // a real file cut in half
     std::ifstream in(kWeights / "best.pt", std::ios::binary);
@@ -173,15 +174,18 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
   CHECK_THAT(error_reading(tmp / "bare.pt"), Catch::Contains("without 'model' or 'ema'"));
 
   // {'model': SegmentationModel()}
-  write_archive(tmp / "seg.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nSegmentationModel\n)\x81}bs."));
+  write_archive(tmp / "seg.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model"
+                                              "cultralytics.nn.tasks\nSegmentationModel\n)\x81}bs."));
   CHECK_THAT(error_reading(tmp / "seg.pt"),
              Catch::Contains("ultralytics.nn.tasks.SegmentationModel") && Catch::Contains("detection models"));
 
   // {'model': DetectionModel with a child layer '0' of a class yolotrain does not have}
   write_archive(tmp / "attn.pt",
-                literal_bytes("\x80\x02}X\x05\x00\x00\x00model" "cultralytics.nn.tasks\nDetectionModel\n)\x81}(X\x0b\x00\x00\x00"
-                  "_parameters}X\x08\x00\x00\x00_buffers}X\x08\x00\x00\x00_modules}X\x01\x00\x00\x00"
-                  "0" "cultralytics.nn.modules.block\nC2fAttn\n)\x81}bsubs."));
+                literal_bytes("\x80\x02}X\x05\x00\x00\x00model"
+                              "cultralytics.nn.tasks\nDetectionModel\n)\x81}(X\x0b\x00\x00\x00"
+                              "_parameters}X\x08\x00\x00\x00_buffers}X\x08\x00\x00\x00_modules}X\x01\x00\x00\x00"
+                              "0"
+                              "cultralytics.nn.modules.block\nC2fAttn\n)\x81}bsubs."));
   CHECK_THAT(error_reading(tmp / "attn.pt"),
              Catch::Contains("layer '0'") && Catch::Contains("C2fAttn") && Catch::Contains("does not implement"));
 

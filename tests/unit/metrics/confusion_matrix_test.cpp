@@ -66,7 +66,8 @@ TEST_CASE("the validator fills the confusion matrix from its images", "[metrics]
   const at::Tensor pred = rows({{32, 32, 96, 96, .9f, 1}}, 6);
   const at::Tensor bboxes = rows({{0.2f, 0.2f, 0.2f, 0.2f}, {0.8f, 0.8f, 0.1f, 0.1f}}, 4);
   v.update(pred, classes({1, 0}), bboxes, {320, 320}, {{320, 320}, std::nullopt});
-  v.update(at::zeros({0, 6}), classes({0}), rows({{0.5f, 0.5f, 0.2f, 0.2f}}, 4), {320, 320}, {{320, 320}, std::nullopt});
+  v.update(at::zeros({0, 6}), classes({0}), rows({{0.5f, 0.5f, 0.2f, 0.2f}}, 4), {320, 320},
+           {{320, 320}, std::nullopt});
   REQUIRE(v.confusion_matrix() != nullptr);
   CHECK(v.confusion_matrix()->at(1, 1) == 1);
   CHECK(v.confusion_matrix()->at(2, 0) == 2);

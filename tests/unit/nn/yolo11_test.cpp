@@ -27,7 +27,8 @@ const fs::path kYolo11Best = fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralyti
 
 void write_floats(const fs::path& path, const at::Tensor& t) {
   const at::Tensor c = t.contiguous();
-  std::ofstream(path, std::ios::binary).write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
+  std::ofstream(path, std::ios::binary)
+      .write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
 }
 
 // Ultralytics' eval forward of `x` through the .pt's own pickled modules: the decoded output, then
@@ -35,10 +36,10 @@ void write_floats(const fs::path& path, const at::Tensor& t) {
 std::vector<at::Tensor> reference_forward(const fs::path& pt, const at::Tensor& x, const std::vector<at::Tensor>& like,
                                           const fs::path& dir) {
   write_floats(dir / "in.f32", x);
-  const std::string cmd = "/usr/bin/python3 " + std::string(YOLOTRAIN_SOURCE_DIR) + "/scripts/ultralytics_reference.py '" +
-                          pt.string() + "' '" + (dir / "in.f32").string() + "' " + std::to_string(x.size(0)) + " " +
-                          std::to_string(x.size(2)) + " " + std::to_string(x.size(3)) + " '" +
-                          (dir / "out.f32").string() + "'";
+  const std::string cmd = "/usr/bin/python3 " + std::string(YOLOTRAIN_SOURCE_DIR) +
+                          "/scripts/ultralytics_reference.py '" + pt.string() + "' '" + (dir / "in.f32").string() +
+                          "' " + std::to_string(x.size(0)) + " " + std::to_string(x.size(2)) + " " +
+                          std::to_string(x.size(3)) + " '" + (dir / "out.f32").string() + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string bytes = yolotrain::test::slurp(dir / "out.f32");
   std::vector<at::Tensor> out;
@@ -124,10 +125,10 @@ TEST_CASE("yolo11s and yolo11m equal Ultralytics' parse_model and modules given 
     std::vector<at::Tensor> mine{model->head()->decode(raw)};
     mine.insert(mine.end(), raw.begin(), raw.end());
     write_floats(tmp / "in.f32", x);
-    const std::string cmd = "/usr/bin/python3 " + std::string(YOLOTRAIN_SOURCE_DIR) + "/scripts/ultralytics_reference.py --yaml " +
-                            std::string(YOLOTRAIN_SOURCE_DIR) + "/models/yolo11.yaml " + scale + " 5 '" +
-                            (tmp / "w").string() + "' '" + (tmp / "in.f32").string() + "' 1 192 160 '" +
-                            (tmp / "out.f32").string() + "'";
+    const std::string cmd = "/usr/bin/python3 " + std::string(YOLOTRAIN_SOURCE_DIR) +
+                            "/scripts/ultralytics_reference.py --yaml " + std::string(YOLOTRAIN_SOURCE_DIR) +
+                            "/models/yolo11.yaml " + scale + " 5 '" + (tmp / "w").string() + "' '" +
+                            (tmp / "in.f32").string() + "' 1 192 160 '" + (tmp / "out.f32").string() + "'";
     REQUIRE(std::system(cmd.c_str()) == 0);
     const std::string bytes = yolotrain::test::slurp(tmp / "out.f32");
     size_t offset = 0;
@@ -163,7 +164,8 @@ TEST_CASE("YOLO11n predictions on bccd val images equal Ultralytics' at conf 0.0
   for (const auto& file : files) {
     INFO(file.string());
     const yolotrain::data::Image image = yolotrain::data::decode_image(file);
-    const at::Tensor x = yolotrain::predict::preprocess({&image}, 320, 320, true, model->max_stride()).to(at::kFloat) / 255;
+    const at::Tensor x =
+        yolotrain::predict::preprocess({&image}, 320, 320, true, model->max_stride()).to(at::kFloat) / 255;
     const std::vector<at::Tensor> raw = model->forward(x);
     std::vector<at::Tensor> outputs{model->head()->decode(raw)};
     outputs.insert(outputs.end(), raw.begin(), raw.end());

@@ -23,8 +23,8 @@ std::size_t count_color(const yolotrain::data::Image& im, int b, int g, int r) {
 TEST_CASE("the PR and confidence curves draw each class and the mean of real metrics", "[plots]") {
   // Two classes, each with a true and a false positive at different confidences.
   const at::Tensor tp = at::tensor({1, 0, 1, 0}).to(at::kBool).view({4, 1}).expand({4, 10}).contiguous();
-  const auto m = yolotrain::metrics::det_metrics(tp, at::tensor({0.9f, 0.8f, 0.7f, 0.3f}), at::tensor({0.f, 0.f, 1.f, 1.f}),
-                                                 at::tensor({0.f, 1.f}));
+  const auto m = yolotrain::metrics::det_metrics(tp, at::tensor({0.9f, 0.8f, 0.7f, 0.3f}),
+                                                 at::tensor({0.f, 0.f, 1.f, 1.f}), at::tensor({0.f, 1.f}));
   REQUIRE(m.prec_values.defined());
   REQUIRE(m.prec_values.size(0) == 2);
   CHECK(m.prec_values[0][0].item<double>() == Approx(1.0));  // class 0: precision 1 at recall 0
@@ -39,7 +39,7 @@ TEST_CASE("the PR and confidence curves draw each class and the mean of real met
     CHECK(count_color(yp::plot_mc_curve(m, {"cat", "dog"}, which), 255, 0, 0) > 1000);
   }
   // No true positive: the axes alone, no failure.
-  const auto empty = yolotrain::metrics::det_metrics(at::zeros({1, 10}, at::kBool), at::tensor({0.5f}), at::tensor({0.f}),
-                                                     at::tensor({0.f}));
+  const auto empty = yolotrain::metrics::det_metrics(at::zeros({1, 10}, at::kBool), at::tensor({0.5f}),
+                                                     at::tensor({0.f}), at::tensor({0.f}));
   CHECK(count_color(yp::plot_pr_curve(empty, {"cat"}), 255, 0, 0) == 0);
 }

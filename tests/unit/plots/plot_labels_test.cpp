@@ -9,7 +9,8 @@ using yolotrain::data::Box;
 namespace {
 
 // The pixels of colour `bgr` in the square of `side` at (x0, y0).
-std::size_t pixels_of(const yolotrain::data::Image& im, int x0, int y0, int side, const std::array<std::uint8_t, 3>& bgr) {
+std::size_t pixels_of(const yolotrain::data::Image& im, int x0, int y0, int side,
+                      const std::array<std::uint8_t, 3>& bgr) {
   std::size_t n = 0;
   for (int y = y0; y < y0 + side; ++y) {
     for (int x = x0; x < x0 + side; ++x) {

@@ -18,7 +18,8 @@ using yolotrain::predict::detail::OnednnNet;
 namespace {
 
 const fs::path kBestPt = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
-const fs::path kBccdImage = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "bccd" / "images" / "val" / "BloodImage_00000.jpg";
+const fs::path kBccdImage =
+    fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "bccd" / "images" / "val" / "BloodImage_00000.jpg";
 
 yp::PredictOptions cpu_at320(const std::string& forward, bool fuse = true) {
   yp::PredictOptions o;
@@ -93,7 +94,8 @@ TEST_CASE("A Predictor reports the forward it runs, and every path predicts the 
       const auto &g = got.boxes[i], &w = want.boxes[i];
       CHECK(g.cls == w.cls);
       CHECK(std::abs(g.conf - w.conf) < 1e-5f);
-      CHECK(std::max({std::abs(g.x1 - w.x1), std::abs(g.y1 - w.y1), std::abs(g.x2 - w.x2), std::abs(g.y2 - w.y2)}) < 1e-3f);
+      CHECK(std::max({std::abs(g.x1 - w.x1), std::abs(g.y1 - w.y1), std::abs(g.x2 - w.x2), std::abs(g.y2 - w.y2)}) <
+            1e-3f);
     }
   }
 }

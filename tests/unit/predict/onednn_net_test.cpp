@@ -23,7 +23,8 @@ using yolotrain::predict::detail::OnednnNet;
 namespace {
 
 const fs::path kBccdBest = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolov8n" / "best.pt";
-const fs::path kBccdYolo11Best = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
+const fs::path kBccdYolo11Best =
+    fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolo11n" / "best.pt";
 
 // Largest difference of boxes (pixels) and of class scores between the two forwards.
 std::pair<double, double> differences(nn::DetectionModel& model, OnednnNet& net, const at::Tensor& x) {
@@ -122,7 +123,8 @@ TEST_CASE("The oneDNN forward gives the same predictions in every activation lay
   }
 }
 
-TEST_CASE("The oneDNN forward runs Ultralytics' best.pt files (YOLOv8n, YOLO11n) as libtorch does", "[predict][onednn]") {
+TEST_CASE("The oneDNN forward runs Ultralytics' best.pt files (YOLOv8n, YOLO11n) as libtorch does",
+          "[predict][onednn]") {
   if (without_avx2()) return;
   for (const fs::path& pt : {kBccdBest, kBccdYolo11Best}) {
     const auto best = fused_best_pt(pt);
