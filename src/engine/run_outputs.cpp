@@ -45,6 +45,7 @@ namespace detail {
 void ResultsCsv::add(const EpochMetrics& m, plots::PlotWriter* plots) {
   if (text_.empty()) text_ = results_csv_header();
   text_ += results_csv_row(m);
+  if (run_dir_.empty()) return;
   lifecycle::atomic_write(run_dir_ / "results.csv", text_);
   if (plots) plots->submit(run_dir_ / "results.png", [csv = text_] { return plots::plot_results(csv); });
 }
@@ -95,31 +96,51 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
 
 }  // namespace
 
-TrainerCallbacks with_run_outputs(const RunOutputs& to, const TrainerCallbacks& program) {
-  CallbackList<const TrainerProgress&> epoch_start, batch_end;
-  if (to.verbose) {
-    epoch_start.add([log = to.log](const TrainerProgress&) { log->say(progress_header()); });
-    batch_end.add(ProgressPrinter(to.log));
+RunOutputs open_run_outputs(bool leader, const std::filesystem::path& run_dir, const TrainConfig& cfg,
+                            std::int64_t step, std::int64_t epochs_done, std::string results_text) {
+  RunOutputs out;
+  const auto interval = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.status_interval * 1000));
+  if (!leader) {
+    out.results = ResultsCsv({}, std::move(results_text));
+    out.status = std::make_unique<lifecycle::RunStatus>(std::filesystem::path(), interval);
+    return out;
   }
-  batch_end.add([status = to.status](const TrainerProgress& p) {
+  lifecycle::atomic_write(run_dir / "args.yaml", cfg.to_yaml());
+  out.results = ResultsCsv(run_dir, std::move(results_text));
+  out.status = std::make_unique<lifecycle::RunStatus>(run_dir / "status.json", interval);
+  if (!cfg.metrics_file.empty()) out.status->set_textfile(cfg.metrics_file);
+  if (cfg.plots) out.plots = std::make_unique<plots::PlotWriter>();
+  if (cfg.tensorboard) out.tensorboard = std::make_unique<TensorBoardLogger>(run_dir, step, epochs_done);
+  return out;
+}
+
+TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig& cfg, const TrainerCallbacks& program) {
+  CallbackList<const TrainerProgress&> epoch_start, batch_end;
+  if (cfg.verbose) {
+    epoch_start.add([log = &log](const TrainerProgress&) { log->say(progress_header()); });
+    batch_end.add(ProgressPrinter(&log));
+  }
+  batch_end.add([status = to.status.get()](const TrainerProgress& p) {
     for (const auto& [name, value] : p.named()) status->set_metric(name, value);
     if (p.epoch_seconds > 0) status->set_throughput(double(p.timed_images) / p.epoch_seconds, "images/s");
     status->set_progress(p.step, p.epoch);
   });
   CallbackList<const EpochMetrics&> fit_epoch_end;
-  fit_epoch_end.add([to](const EpochMetrics& m) { to.results->add(m, to.plots); });
-  fit_epoch_end.add([to](const EpochMetrics& m) { to.log->say(epoch_line(m, to.epochs)); });
-  fit_epoch_end.add([status = to.status](const EpochMetrics& m) {
+  fit_epoch_end.add([&to](const EpochMetrics& m) { to.results.add(m, to.plots.get()); });
+  fit_epoch_end.add([log = &log, epochs = cfg.epochs](const EpochMetrics& m) { log->say(epoch_line(m, epochs)); });
+  fit_epoch_end.add([status = to.status.get()](const EpochMetrics& m) {
     for (const auto& [name, value] : m.named()) status->set_metric(name, value);
     status->set_metric("fitness", m.fitness);
   });
-  CallbackList<lifecycle::RunState> state_change([status = to.status](lifecycle::RunState s) { status->set_state(s); });
+  CallbackList<lifecycle::RunState> state_change(
+      [status = to.status.get()](lifecycle::RunState s) { status->set_state(s); });
 
   TrainerCallbacks cb = program;  // every event the program listens to, with ours ahead where we listen
   cb.on_train_epoch_start = epoch_start.append(program.on_train_epoch_start);
   cb.on_batch_end = batch_end.append(program.on_batch_end);
   cb.on_fit_epoch_end = fit_epoch_end.append(program.on_fit_epoch_end);
   cb.on_state_change = state_change.append(program.on_state_change);
+  if (to.tensorboard) to.tensorboard->listen(cb);
   return cb;
 }
 

@@ -1,11 +1,14 @@
 #pragma once
-// A run's own outputs as listeners of the trainer's events, ahead of the program's: the progress
-// header and line, results.csv and results.png, the epoch's line on the terminal and in
-// train.log, and status.json (with the Prometheus file RunStatus writes beside it).
+// A run's own outputs, rank 0's by construction, as listeners of the trainer's events ahead of
+// the program's: the progress header and line, results.csv and results.png, the epoch's line on
+// the terminal and in train.log, status.json (with the Prometheus file RunStatus writes beside
+// it), TensorBoard.
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "run_log.hpp"
+#include "yolotrain/engine/tensorboard_logger.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/lifecycle/run_status.hpp"
 #include "yolotrain/plots/plot_writer.hpp"
@@ -21,11 +24,11 @@ namespace detail {
 
 /// results.csv of a run folder: a row per epoch, rewritten atomically, results.png drawn from it
 /// (when `plots` is given). Its text travels in the checkpoints, so a resumed run continues it.
+/// Without a folder it keeps the text and writes nothing.
 class ResultsCsv {
  public:
-  explicit ResultsCsv(std::filesystem::path run_dir = {}) : run_dir_(std::move(run_dir)) {}
-  /// The text a checkpoint carried.
-  void restore(std::string text) { text_ = std::move(text); }
+  explicit ResultsCsv(std::filesystem::path run_dir = {}, std::string text = {})
+      : run_dir_(std::move(run_dir)), text_(std::move(text)) {}
   const std::string& text() const { return text_; }
   /// Appends `m`'s row, writes results.csv and queues results.png.
   void add(const EpochMetrics& m, plots::PlotWriter* plots);
@@ -35,22 +38,29 @@ class ResultsCsv {
   std::string text_;
 };
 
-/// What yolotrain's own listeners write to.
+/// The files a run writes besides its checkpoints and train.log: args.yaml, results.csv and
+/// results.png, status.json (and metrics_file=), the pictures, TensorBoard's event file. Only rank 0 has them:
+/// for any other rank open_run_outputs() gives a set that writes nothing, so no listener needs to
+/// know its rank.
 struct RunOutputs {
-  ResultsCsv* results = nullptr;
-  plots::PlotWriter* plots = nullptr;  ///< null: no results.png
-  lifecycle::RunStatus* status = nullptr;
-  RunLog* log = nullptr;               ///< the terminal and train.log
-  std::int64_t epochs = 0;
-  bool verbose = true;                 ///< the progress header and line
+  ResultsCsv results;                              ///< rank 0: results.csv; others: the text only
+  std::unique_ptr<lifecycle::RunStatus> status;    ///< rank 0: status.json; others: no file
+  std::unique_ptr<plots::PlotWriter> plots;        ///< rank 0 with plots=true; else null
+  std::unique_ptr<TensorBoardLogger> tensorboard;  ///< rank 0 with tensorboard=true; else null
 };
 
-/// `program`'s callbacks with yolotrain's own outputs listening ahead of the program's listeners:
+/// The outputs of a run at `step` (args.yaml written now, from `cfg`) (of `epochs_done` epochs; a resumed run continues its
+/// TensorBoard stream there), whose results.csv so far is `results_text`.
+RunOutputs open_run_outputs(bool leader, const std::filesystem::path& run_dir, const TrainConfig& cfg,
+                            std::int64_t step, std::int64_t epochs_done, std::string results_text);
+
+/// `program`'s callbacks with the run's own outputs listening ahead of the program's listeners:
 /// on_train_epoch_start the progress header; on_batch_end the progress line and status.json's
 /// step figures (the running losses and learning rates by name, images/s, step); on_fit_epoch_end
 /// results.csv + results.png, the epoch's line and status.json's figures (every
-/// EpochMetrics::named() figure and fitness); on_state_change status.json's state.
-TrainerCallbacks with_run_outputs(const RunOutputs& to, const TrainerCallbacks& program);
+/// EpochMetrics::named() figure and fitness); on_state_change status.json's state; TensorBoard's
+/// events.
+TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig& cfg, const TrainerCallbacks& program);
 
 }  // namespace detail
 }  // namespace yolotrain::engine

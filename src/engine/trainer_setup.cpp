@@ -3,7 +3,6 @@
 #include "trainer_run.hpp"
 
 namespace yolotrain::engine {
-using namespace run_detail;
 
 void Trainer::Run::load_data() {
   if (given) {  // a program's splits (data::memory_dataset)
@@ -19,7 +18,7 @@ void Trainer::Run::load_data() {
   report_problems("val: ", val_set.report);
   if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
     const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(train_set.size())));
-    if (keep == 0) throw ConfigError("fraction=" + exact(cfg.fraction) + " leaves no training image of " +
+    if (keep == 0) throw ConfigError("fraction=" + exact_text(cfg.fraction) + " leaves no training image of " +
                                      std::to_string(train_set.size()));
     train_set.records.resize(keep);
     say("fraction=" + std::to_string(cfg.fraction) + ": training on the first " + std::to_string(keep) + " images");
@@ -42,9 +41,14 @@ void Trainer::Run::load_data_yaml() {
   }
   const fs::path yaml = data_yaml(cfg);
   if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
-  data_config = data::load_data_yaml(yaml);
-  train_set = data::load_split(data_config, "train");
-  val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
+  try {
+    data_config = data::load_data_yaml(yaml);
+    train_set = data::load_split(data_config, "train");
+    val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
+  } catch (const Error& e) {  // a dataset that cannot be read: the data (or data=) must change
+    if (dynamic_cast<const ConfigError*>(&e)) throw;
+    throw ConfigError("data=" + cfg.data + ": " + e.what());
+  }
 }
 
 namespace {
@@ -82,22 +86,26 @@ void Trainer::Run::build() {
   device = run_device(cfg.device, ranks.local_rank());
   if (device.is_cuda() && device.has_index()) lc::cuda_set_current_device(device.index());
   torch::set_num_threads(intra_op_threads(cfg.threads, ranks.local_world_size()));
-  if (cfg.plots && ranks.leader()) plot_writer = std::make_unique<plots::PlotWriter>();
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   const bool from_weights = io::is_weights_file(cfg.model);
   std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
   if (!start && cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);
   // From weights, the architecture is theirs (Ultralytics: DetectionModel(weights.yaml, nc=data's nc)).
-  model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
-                                 .nc(data_config.nc())
-                                 .names(data_config.names));
+  try {
+    model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
+                                   .nc(data_config.nc())
+                                   .names(data_config.names));
+  } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
+    if (dynamic_cast<const ConfigError*>(&e)) throw;
+    throw ConfigError("model=" + cfg.model + ": " + e.what());
+  }
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
     const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
     say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of " +
         std::to_string(model->max_stride()) + ", updating to " + std::to_string(rounded));
     cfg.imgsz = rounded;
   }
-  if (start && !resume_from) {  // a resumed run takes its weights from the checkpoint instead
+  if (start && !plan.resume_from) {  // a resumed run takes its weights from the checkpoint instead
     const std::size_t n = nn::transfer_weights(*model, start->tensors);
     say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
         " items from pretrained weights (" + start->description + ")");
@@ -113,14 +121,27 @@ void Trainer::Run::build() {
   model->train();
   ema = std::make_unique<ModelEMA>(model);
   choice = choose_optimizer(cfg, static_cast<std::int64_t>(train_set.size()), data_config.nc());
-  if (resume_from) {  // the stored choice: extending epochs must not flip optimizer=auto
-    choice.name = extra(resume_from->meta, "optimizer", choice.name);
-    choice.lr = std::strtod(extra(resume_from->meta, "lr").c_str(), nullptr);
-    choice.momentum = std::strtod(extra(resume_from->meta, "momentum").c_str(), nullptr);
-    choice.warmup_bias_lr = std::strtod(extra(resume_from->meta, "warmup_bias_lr").c_str(), nullptr);
+  if (plan.resume_from) {  // the stored choice: extending epochs must not flip optimizer=auto
+    const TrainState stored = stored_state();
+    choice.name = stored.optimizer;
+    choice.lr = stored.lr;
+    choice.momentum = stored.momentum;
+    choice.warmup_bias_lr = stored.warmup_bias_lr;
   }
   optimizer = build_optimizer(model, choice);
   criterion = std::make_unique<loss::DetectionLoss>(model, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  state.loss_means.assign(3, 0.0);  // box, cls, dfl
+  build_loaders();
+  const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +
+                               std::to_string(model->nc());
+  store = std::make_unique<lc::CheckpointStore>(
+      lc::CheckpointStoreOptions{plan.run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
+  if (plan.remote) store->set_remote(plan.remote->mirror());
+}
+
+// The training loader (this rank's share of each batch) and the validation loader (rank 0
+// validates the whole set).
+void Trainer::Run::build_loaders() {
   if (cfg.batch % ranks.world_size() != 0) {
     throw ConfigError("batch=" + std::to_string(cfg.batch) + " is the total over " + std::to_string(ranks.world_size()) +
                       " ranks and must divide evenly; use a multiple of " + std::to_string(ranks.world_size()));
@@ -153,11 +174,6 @@ void Trainer::Run::build() {
   val_opts.rect = true;
   val_loader = std::make_unique<data::Loader>(val_set, val_opts);
   nb = train_loader->batches_per_epoch();
-  const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +
-                               std::to_string(model->nc());
-  store = std::make_unique<lc::CheckpointStore>(
-      lc::CheckpointStoreOptions{run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
-  if (remote) store->set_remote(remote->mirror());
 }
 
 // batch=-1 / 0.xx (Ultralytics' _setup_train: check_train_batch_size before the optimizer, whose

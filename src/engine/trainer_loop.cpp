@@ -1,0 +1,378 @@
+// Trainer::Run: the training loop (start, epochs of steps, finish), a step, an epoch's end,
+// validation, pause and stop.
+#include "trainer_run.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace yolotrain::engine {
+
+void Trainer::Run::schedule(std::int64_t ni) {
+  const std::int64_t nw = warmup_iterations(cfg, nb);
+  const double target = choice.lr * lr_factor(cfg, state.epoch, cfg.epochs);
+  for (std::size_t g = 0; g < 3; ++g) {
+    if (ni <= nw) {
+      set_group(*optimizer, g, interp(double(ni), double(nw), g == 0 ? choice.warmup_bias_lr : 0.0, target),
+                interp(double(ni), double(nw), cfg.warmup_momentum, choice.momentum));
+    } else {
+      set_group(*optimizer, g, target, choice.momentum);
+    }
+  }
+}
+
+void Trainer::Run::optimizer_step() {
+  const auto params = model->parameters();
+  const bool finite = scaler.unscale(params);
+  torch::nn::utils::clip_grad_norm_(params, 10.0);
+  if (finite) optimizer->step();  // the scaler skips a step with inf/NaN gradients
+  else ++result.amp_skipped_steps;
+  scaler.update(!finite);
+  optimizer->zero_grad();
+  ema->update(model);
+}
+
+lc::PauseEnd Trainer::Run::pause() {
+  lc::PauseSteps steps;
+  steps.checkpoint = [&] { checkpoint(true); };
+  steps.offload = [&](bool to_host) {
+    const torch::Device to = to_host ? torch::Device(torch::kCPU) : device;
+    model->to(to);
+    ema->ema()->to(to);
+    rehome_optimizer_state(*optimizer, choice.name);
+  };
+  steps.wait = [&] { return ranks.wait_while_paused(token).stop; };  // the ranks agree on the end
+  steps.say = [&](const std::string& line) { say(line); };
+  steps.set_state = [&](lc::RunState s) { set_state(s); };
+  if (cb.on_pause) cb.on_pause(progress());
+  const lc::PauseEnd end = lc::pause_run(token, *outputs.status, lc::parse_pause_release(cfg.pause_release), step(), steps);
+  if (end == lc::PauseEnd::Resumed && cb.on_resume) cb.on_resume(progress());
+  if (end == lc::PauseEnd::Exit) {
+    result.outcome = RunOutcome::Paused;
+    result.reason = "pause_release=exit";
+  }
+  return end;
+}
+
+bool Trainer::Run::poll() {
+  if (clock.deadline && std::chrono::system_clock::now() >= *clock.deadline) token.request_stop(lc::StopReason::Deadline);
+  const double since_save = std::chrono::duration<double>(Clock::now() - clock.last_save).count();
+  const bool save_due = cfg.save_interval > 0 && since_save >= cfg.save_interval;
+  if (save_due && ranks.active() && ranks.leader()) token.request_checkpoint();  // agreed below, like SIGHUP
+  // Decisions come from the agreement (every rank alike), not from the token directly.
+  const dist::AgreedRequests agreed = ranks.agree(token);
+  if (agreed.checkpoint) {
+    outputs.status->note_request("checkpoint");
+    checkpoint(true);
+    say("checkpoint at step " + std::to_string(step()));
+  }
+  bool stop = agreed.stop;
+  if (agreed.pause && !stop) {
+    const lc::PauseEnd end = pause();
+    if (end == lc::PauseEnd::Exit) return false;
+    stop = end == lc::PauseEnd::Stopped;  // a stop while paused: no further step
+  }
+  if (stop) {
+    result.outcome = RunOutcome::Stopped;
+    result.reason = token.stop_description();
+    result.signal = token.stop_signal();
+    outputs.status->note_request(result.reason + ": stop");
+    return false;
+  }
+  if (save_due && !ranks.active()) checkpoint(false);
+  return true;
+}
+
+double Trainer::Run::elapsed() const {
+  return state.elapsed_s + std::chrono::duration<double>(Clock::now() - clock.started).count();
+}
+
+// Every rank learns rank 0's validation (and training time), so all decide the epoch's end alike.
+bool Trainer::Run::share_epoch_end(EpochMetrics& m, bool validated) {
+  if (!ranks.active()) return validated;
+  // The validation's figures by name (metrics/*, val/*, fitness); the training ones are each rank's.
+  std::vector<std::string> names{"fitness"};
+  std::vector<double> numbers{validated ? 1.0 : 0.0, elapsed(), m.fitness};
+  for (const auto& [name, value] : m.named()) {
+    if (name.rfind("metrics/", 0) == 0 || name.rfind("val/", 0) == 0) {
+      names.push_back(name);
+      numbers.push_back(value);
+    }
+  }
+  const std::vector<double> v = ranks.broadcast_numbers(numbers);
+  for (size_t i = 0; i < names.size(); ++i) m.set(names[i], v[i + 2]);
+  clock.leader_elapsed = v[1];
+  return v[0] != 0.0;
+}
+
+// Ultralytics' multi_scale: a size in [0.5, 1.5] imgsz (a multiple of the stride) per batch,
+// drawn from (seed, step) so that a resumed run draws the same.
+at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) const {
+  const std::int64_t gs = model->max_stride();
+  data::Rng rng(static_cast<std::uint64_t>(cfg.seed), 0x6d756c7469ull, static_cast<std::uint64_t>(ni));
+  const auto lo = static_cast<std::uint64_t>(cfg.imgsz / 2), hi = static_cast<std::uint64_t>(cfg.imgsz * 3 / 2 + gs);
+  const std::int64_t sz = static_cast<std::int64_t>(lo + rng.below(hi - lo)) / gs * gs;
+  const double sf = double(sz) / double(std::max(img.size(2), img.size(3)));
+  if (sf == 1.0) return img;
+  std::vector<std::int64_t> ns;
+  for (int d : {2, 3}) ns.push_back(static_cast<std::int64_t>(std::ceil(double(img.size(d)) * sf / gs)) * gs);
+  namespace F = torch::nn::functional;
+  return F::interpolate(img, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
+}
+
+void Trainer::Run::train_batch(const data::Batch& b) {
+  const std::int64_t ni = step();
+  if (outputs.plots && state.epoch == 0 && b.index < 3) plots::plot_training_batch(*outputs.plots, b, ema->ema()->names(), plan.run_dir);
+  schedule(ni);
+  auto t0 = Clock::now();
+  at::Tensor img = data::preprocess_images(b.img, device);
+  if (cfg.multi_scale) img = multi_scale(img, ni);
+  const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
+  std::vector<at::Tensor> feats;
+  {
+    AutocastScope autocast(amp, device);
+    feats = model->forward(img.contiguous(memory_format));
+  }
+  for (auto& f : feats) f = f.to(torch::kFloat);  // the loss runs in float32
+  result.timings.forward_s += seconds_since(t0);
+  t0 = Clock::now();
+  const loss::LossOutput out = (*criterion)(feats, targets);
+  result.timings.loss_s += seconds_since(t0);
+  t0 = Clock::now();
+  // With several ranks, Ultralytics scales the loss by the world size before DDP averages the
+  // gradients, so a step equals one process's step on the whole global batch.
+  scaler.scale(ranks.active() ? out.total * double(ranks.world_size()) : out.total).backward();
+  result.timings.backward_s += seconds_since(t0);
+  if (ranks.active()) {
+    t0 = Clock::now();
+    ranks.average_gradients(model->parameters());
+    result.timings.optimizer_s += seconds_since(t0);
+  }
+  const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
+  for (int i = 0; i < 3; ++i) state.loss_means[i] = (state.loss_means[i] * double(state.batch) + items[i].item<double>()) / double(state.batch + 1);
+  if (ni - state.last_opt_step >= accumulate_at(cfg, ni, nb)) {
+    t0 = Clock::now();
+    optimizer_step();
+    result.timings.optimizer_s += seconds_since(t0);
+    state.last_opt_step = ni;
+  }
+  ++state.batch;
+  ++result.timings.steps;
+  result.timings.images += b.img.size(0);
+  ++clock.epoch_batches;
+  clock.epoch_images += b.img.size(0);
+  clock.last_instances = b.cls.size(0);
+  clock.last_size = img.size(3);
+}
+
+std::optional<ValidationReport> Trainer::Run::validation_pass() {
+  const auto t0 = Clock::now();
+  ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format, cfg.iou, cfg.max_det,
+                      cfg.single_cls, &token, plot_validation ? outputs.plots.get() : nullptr, plan.run_dir};
+  std::optional<ValidationReport> report = run_validation(pass);
+  result.timings.validation_s += seconds_since(t0);
+  return report;
+}
+
+static void fill_validation(EpochMetrics& m, const ValidationReport& r) {
+  m.precision = r.metrics.mp;
+  m.recall = r.metrics.mr;
+  m.map50 = r.metrics.map50;
+  m.map = r.metrics.map;
+  m.fitness = r.metrics.fitness;
+  m.val_box_loss = r.loss[0];
+  m.val_cls_loss = r.loss[1];
+  m.val_dfl_loss = r.loss[2];
+}
+
+bool Trainer::Run::validate(EpochMetrics& m) {
+  const std::optional<ValidationReport> report = validation_pass();
+  if (!report) return false;  // stopped inside validation
+  fill_validation(m, *report);
+  m.epoch = state.epoch + 1;  // as results.csv numbers it (end_epoch fills the rest)
+  if (cb.on_val_end) cb.on_val_end(m);
+  return true;
+}
+
+// Waits for the queued pictures and says which could not be written (never failing the run).
+void Trainer::Run::finish_plots() {
+  if (!outputs.plots) return;
+  outputs.plots->wait();
+  for (const auto& w : outputs.plots->take_warnings()) say("WARNING plot " + w);
+}
+
+// As Ultralytics' final_eval: validate best (read back from its file) and print the table.
+void Trainer::Run::final_eval() {
+  store->wait();
+  const fs::path best = plan.run_dir / "weights" / "best.ytckpt";
+  if (!cfg.save || !fs::exists(best)) return;
+  const lc::Checkpoint c = lc::CheckpointStore::load(best);
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& [name, t] : nn::state_dict(*ema->ema())) t.copy_(c.tensor("ema." + name));
+  }
+  say("validating " + best.string() + " (epoch " + std::to_string(state.best_epoch + 1) + ")");
+  plot_validation = true;
+  const std::optional<ValidationReport> report = validation_pass();
+  plot_validation = false;
+  if (!report) return;
+  say(report->table(cfg.verbose));
+  if (outputs.plots) plot_validation_results(*outputs.plots, *report, plan.run_dir);
+  EpochMetrics m = last_metrics.value_or(EpochMetrics{});
+  m.epoch = state.best_epoch + 1;
+  fill_validation(m, *report);
+  last_metrics = m;
+}
+
+bool Trainer::Run::end_epoch(EpochMetrics& m) {
+  m.epoch = state.epoch + 1;
+  m.box_loss = state.loss_means[0];
+  m.cls_loss = state.loss_means[1];
+  m.dfl_loss = state.loss_means[2];
+  m.lr_pg0 = group_lr(*optimizer, 0);
+  m.lr_pg1 = group_lr(*optimizer, 1);
+  m.lr_pg2 = group_lr(*optimizer, 2);
+  last_metrics = m;
+  if (cb.on_fit_epoch_end) cb.on_fit_epoch_end(m);  // results.csv, results.png, the line, status.json
+  const bool improved = m.fitness > state.best_fitness;
+  if (improved) {
+    state.best_fitness = m.fitness;
+    state.best_epoch = state.epoch;
+  }
+  // The epoch is done: the position moves to the start of the next one before saving.
+  ++state.epoch;
+  state.batch = 0;
+  std::fill(state.loss_means.begin(), state.loss_means.end(), 0.0);
+  const bool finished = state.epoch >= cfg.epochs;
+  const bool patience_out = cfg.patience > 0 && state.epoch - 1 - state.best_epoch >= cfg.patience;
+  const double trained = clock.leader_elapsed >= 0 ? clock.leader_elapsed : elapsed();
+  const bool out_of_time = cfg.time > 0 && trained >= cfg.time * 3600.0;
+  const bool done = finished || patience_out || out_of_time;
+  if (cfg.save && ranks.leader()) {
+    checkpoint(true, done, /*force=*/true);
+    if (improved) store->save_pinned(snapshot(done), "best");
+    if (cfg.save_period > 0 && state.epoch % cfg.save_period == 0) store->save_pinned(snapshot(done), "epoch" + std::to_string(state.epoch));
+  }
+  if (plan.remote) plan.remote->upload_run_files();
+  if (cb.on_epoch_end) cb.on_epoch_end(m);
+  if (patience_out) result.reason = "early stopping: no improvement in " + std::to_string(cfg.patience) + " epochs";
+  if (out_of_time) result.reason = "time limit of " + exact_text(cfg.time) + " h reached";
+  if (finished) result.reason = "epochs done";
+  return !done;
+}
+
+TrainerProgress Trainer::Run::progress() const {
+  std::array<double, 3> lr{};
+  for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, g);
+  TrainerProgress p{state.epoch, cfg.epochs, state.batch, nb, step(), state.loss_means[0], state.loss_means[1], state.loss_means[2], lr};
+  p.instances = clock.last_instances;
+  p.size = clock.last_size;
+  p.epoch_seconds = seconds_since(clock.epoch_started);
+  p.timed_batches = clock.epoch_batches;
+  p.timed_images = clock.epoch_images;
+  return p;
+}
+
+void Trainer::Run::start() {
+  result.run_dir = plan.run_dir;
+  log.open(plan.run_dir / "train.log");
+  load_data();
+  build();
+  if (plan.resume_from) restore();
+  plan.resume_from.reset();
+  // After restore: results.csv and TensorBoard's stream continue at the resumed position.
+  outputs = detail::open_run_outputs(ranks.leader(), plan.run_dir, cfg, step(), state.epoch, state.results_csv);
+  cb = detail::with_run_outputs(outputs, log, cfg, cb);
+  if (plan.remote) plan.remote->report_to(*outputs.status);
+  if (outputs.plots) {
+    say("Plotting labels to " + (plan.run_dir / "labels.jpg").string() + "... ");
+    plots::plot_training_labels(*outputs.plots, train_set, plan.run_dir);
+  }
+  if (ranks.active()) {  // every rank starts from rank 0's weights, as DDP does
+    std::vector<at::Tensor> weights;
+    for (const auto& [name, t] : nn::state_dict(*model)) weights.push_back(t);
+    ranks.broadcast_tensors(weights);
+    say("DDP: " + std::to_string(ranks.world_size()) + " ranks, batch " + std::to_string(cfg.batch / ranks.world_size()) +
+        " per rank");
+  }
+  if (plan.remote) plan.remote->upload_run_files();
+  clock.deadline = cfg.deadline_at(std::chrono::system_clock::now());
+  set_state(lc::RunState::Running);
+  if (cb.on_train_start) cb.on_train_start(progress());
+  say("training " + std::to_string(cfg.epochs) + " epochs of " + std::to_string(nb) + " batches, " + choice.name +
+      " lr " + std::to_string(choice.lr) + ", run folder " + plan.run_dir.string());
+}
+
+void Trainer::Run::train() {
+  bool going = true;
+  while (going && state.epoch < cfg.epochs) {
+    train_loader->seek(static_cast<int>(state.epoch), state.batch);
+    model->train();
+    clock.epoch_started = Clock::now();
+    clock.epoch_batches = clock.epoch_images = 0;
+    if (cb.on_train_epoch_start) cb.on_train_epoch_start(progress());  // the progress header
+    while (going && state.batch < nb) {
+      if (!(going = poll())) break;
+      const auto waited = Clock::now();
+      auto b = train_loader->next();
+      result.timings.data_s += seconds_since(waited);
+      if (!b) {
+        going = !token.stop_requested() || poll();  // a stop while waiting for data
+        break;
+      }
+      train_batch(*b);
+      if (cb.on_batch_end) cb.on_batch_end(progress());  // the progress line, status.json
+    }
+    if (!going) break;
+    EpochMetrics m;
+    bool validated = true;
+    if ((cfg.val || state.epoch + 1 >= cfg.epochs) && ranks.leader()) validated = validate(m);  // the others wait
+    if (!share_epoch_end(m, validated)) {
+      going = poll();  // a stop inside validation: the checkpoint below re-runs it on resume
+      break;
+    }
+    going = end_epoch(m);
+  }
+}
+
+void Trainer::Run::finish() {
+  result.epoch = state.epoch;
+  result.step = step();
+  result.metrics = last_metrics;
+  if (result.outcome != RunOutcome::Completed) {
+    set_state(lc::RunState::Stopping);
+    checkpoint(true);
+    set_state(lc::RunState::Stopped);
+  } else {
+    if (result.reason.empty()) result.reason = "epochs done";
+    if (ranks.leader()) final_eval();
+    result.metrics = last_metrics;
+    set_state(lc::RunState::Completed);
+  }
+  finish_plots();
+  finish_remote();
+  // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
+  // one exits with a non-zero code.
+  ranks.barrier();
+  say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(state.epoch) +
+      ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
+  if (scaler.enabled()) {
+    char scale[32];
+    std::snprintf(scale, sizeof(scale), "%g", scaler.scale_value);
+    say("amp: the gradient scaler skipped " + std::to_string(result.amp_skipped_steps) +
+        " optimizer steps with inf/NaN gradients in this process (scale now " + scale + ")");
+  }
+  say("Results saved to " + plan.run_dir.string());
+  if (outputs.plots && result.outcome == RunOutcome::Completed && fs::exists(plan.run_dir / "val_batch0_pred.jpg")) {
+    say("predictions on validation images: " + (plan.run_dir / "val_batch0_pred.jpg").string() + "; curves: " +
+        (plan.run_dir / "results.png").string());
+  }
+}
+
+RunResult Trainer::Run::run() {
+  start();
+  train();
+  finish();
+  return result;
+}
+
+}  // namespace yolotrain::engine
