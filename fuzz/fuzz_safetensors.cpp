@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::map<std::string, std::string> meta;

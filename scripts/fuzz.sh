@@ -20,8 +20,8 @@ fi
 declare -A sources=(
   [fuzz_pickle]="src/io/pickle.cpp"
   [fuzz_ultralytics_pt]="src/io/pickle.cpp src/io/torch_archive.cpp src/io/ultralytics_pt.cpp"
-  [fuzz_safetensors]="src/lifecycle/safetensors.cpp"
-  [fuzz_checkpoint]="src/lifecycle/checkpoint_store.cpp src/lifecycle/safetensors.cpp"
+  [fuzz_safetensors]="src/lifecycle/files/safetensors.cpp"
+  [fuzz_checkpoint]="src/lifecycle/checkpoint/checkpoint_store.cpp src/lifecycle/files/safetensors.cpp"
   [fuzz_labels]="src/data/scan.cpp"
   [fuzz_data_yaml]="src/data/data_config.cpp"
   [fuzz_model_yaml]="src/nn/model_yaml.cpp"
@@ -33,8 +33,9 @@ flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -I"$root/include" -I"$root/src/nn" -I"$root/src/data" -I/usr/include/torch/csrc/api/include -I/usr/include/opencv4
        -DYOLOTRAIN_WITH_CUDA=0 -DYOLOTRAIN_MODELS_SOURCE_DIR=\"$root/models\" -DYOLOTRAIN_MODELS_INSTALL_DIR=\"/nonexistent\"
        -DYOLOTRAIN_MODELS_LIB_RELATIVE=\"models\")
-libs=(-L"$build/src" -L"$build/src/lifecycle" -Wl,-rpath,"$build/src:$build/src/lifecycle"
-      -lyolotrain -lyolotrain_lifecycle -ltorch -ltorch_cpu -lc10 -lyaml-cpp -lcrypto -lpthread)
+libs=(-L"$build/src" -L"$build/src/lifecycle" -L"$build/src/remote"
+      -Wl,-rpath,"$build/src:$build/src/lifecycle:$build/src/remote"
+      -lyolotrain -lyolotrain_remote -lyolotrain_lifecycle -ltorch -ltorch_cpu -lc10 -lyaml-cpp -lcrypto -lpthread)
 found=0
 mkdir -p "$out/bin"
 for t in "${targets[@]}"; do

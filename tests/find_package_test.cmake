@@ -1,5 +1,8 @@
 # Installs yolotrain from BUILD_DIR into a fresh prefix, then builds and runs examples/consumer
-# against that prefix with find_package(yolotrain). Fails on any step.
+# against that prefix with find_package(yolotrain). Then builds its lifecycle-only program again
+# as a machine without libcurl's and pugixml's development files would: find_package of either
+# disabled, and their headers replaced by ones that stop the compiler; the program must build,
+# run, and not load either library. Fails on any step.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 string(REPLACE "|" ";" PREFIX_PATH "${PREFIX_PATH}")
@@ -21,4 +24,19 @@ run_step("build consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run_step("run consumer" ${WORK_DIR}/build/consumer ${WORK_DIR}/run)
 if(NOT out MATCHES "share/yolotrain/models/yolov8.yaml")
   message(FATAL_ERROR "the consumer did not find yolov8n.yaml in the installed tree:\n${out}")
+endif()
+
+# yolotrain::lifecycle alone, with libcurl and pugixml out of reach.
+set(poison ${WORK_DIR}/no-curl-include)
+file(WRITE ${poison}/curl/curl.h "#error \"yolotrain::lifecycle must not need libcurl's headers\"\n")
+file(WRITE ${poison}/pugixml.hpp "#error \"yolotrain::lifecycle must not need pugixml's headers\"\n")
+run_step("configure lifecycle-only consumer" ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE} -B ${WORK_DIR}/build-lifecycle
+  -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release -DCONSUMER_LIFECYCLE_ONLY=ON
+  -DCMAKE_DISABLE_FIND_PACKAGE_CURL=ON -DCMAKE_DISABLE_FIND_PACKAGE_pugixml=ON "-DCMAKE_CXX_FLAGS=-isystem ${poison}"
+  "-DCMAKE_PREFIX_PATH=${prefix};${PREFIX_PATH}")
+run_step("build lifecycle-only consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/build-lifecycle)
+run_step("run lifecycle-only consumer" ${WORK_DIR}/build-lifecycle/lifecycle_consumer ${WORK_DIR}/run-lifecycle)
+run_step("ldd lifecycle-only consumer" ldd ${WORK_DIR}/build-lifecycle/lifecycle_consumer)
+if(out MATCHES "libcurl|libpugixml")
+  message(FATAL_ERROR "lifecycle_consumer loads libcurl or pugixml:\n${out}")
 endif()

@@ -16,12 +16,12 @@
 #include <thread>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
-#include "yolotrain/lifecycle/optimizer_state_key.hpp"
-#include "yolotrain/lifecycle/pause.hpp"
-#include "yolotrain/lifecycle/run_status.hpp"
-#include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
+#include "yolotrain/lifecycle/checkpoint/optimizer_state_key.hpp"
+#include "yolotrain/lifecycle/control/pause.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 
 namespace custom_loop {
 namespace lc = yolotrain::lifecycle;
@@ -155,6 +155,7 @@ class Run {
   void move_state(torch::Device device);
   bool pause();  // false: the run must exit (pause_release=exit)
   void handle_checkpoint_request();
+  void hold();
   void report_saved();
   void say(const std::string& line) { if (!o_.quiet) log_ << line << std::endl; }
 
@@ -275,6 +276,15 @@ bool Run::pause() {
   return lc::pause_run(token_, status_, lc::parse_pause_release(o_.pause_release), step_, steps) != lc::PauseEnd::Exit;
 }
 
+// --hold-at-step: the step shows in status.json, then the loop waits for any request.
+void Run::hold() {
+  status_.write();
+  while (!token_.stop_requested() && !token_.pause_requested() && !token_.suspend_requested() &&
+         !token_.checkpoint_requested()) {
+    token_.wait_for_request(std::chrono::milliseconds(100));
+  }
+}
+
 void Run::handle_checkpoint_request() {
   if (!token_.take_checkpoint_request()) return;
   status_.note_request("checkpoint");
@@ -333,6 +343,7 @@ Result Run::run() {
       last_save = std::chrono::steady_clock::now();
     }
     if (o_.step_delay_ms > 0) token_.wait_for_request(std::chrono::milliseconds(o_.step_delay_ms));
+    if (step_ == o_.hold_at_step) hold();
   }
   if (step_ >= o_.steps) result_.outcome = Outcome::Completed;
   status_.set_state(result_.outcome == Outcome::Completed ? lc::RunState::Completed : lc::RunState::Stopping);

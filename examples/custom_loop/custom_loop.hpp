@@ -9,7 +9,7 @@
 #include <string>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 
 namespace custom_loop {
 
@@ -27,7 +27,10 @@ struct Options {
   std::int64_t batch = 32;
   std::int64_t save_every_steps = 0;  ///< 0: off
   double save_interval_s = 300;       ///< 0: off
-  int step_delay_ms = 0;              ///< sleep per step (tests use it to aim signals)
+  int step_delay_ms = 0;              ///< sleep per step
+  /// After this step, status.json is written and the loop waits for any request (a signal) before
+  /// going on: a test aims its signal at a state the run holds, never racing it. -1: none.
+  std::int64_t hold_at_step = -1;
   std::string pause_release = "cache";  ///< cache | offload | exit
   std::string device = "cpu";           ///< cpu | cuda
   std::int64_t fc_width = 0;  ///< width of an extra hidden layer (0: none); makes checkpoints big

@@ -10,18 +10,19 @@
 #include <string>
 
 #include "custom_loop.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: custom_loop --dir DIR --steps N [--seed S] [--batch B] [--save-every-steps K]\n"
-    "                   [--save-interval-s T] [--step-delay-ms M] [--pause-release cache|offload|exit]\n"
-    "                   [--device cpu|cuda] [--fc-width W] [--threads T]\n"
+    "                   [--save-interval-s T] [--step-delay-ms M] [--hold-at-step N]\n"
+    "                   [--pause-release cache|offload|exit] [--device cpu|cuda] [--fc-width W] [--threads T]\n"
     "Running again with the same --dir resumes from the newest valid checkpoint.\n"
     "Signals: SIGINT/SIGTERM stop with a checkpoint, SIGUSR1 pause, SIGUSR2/SIGCONT resume,\n"
-    "SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes).\n";
+    "SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes).\n"
+    "--hold-at-step N: after step N, wait for a signal before going on (to aim one at a known step).\n";
 
 std::int64_t parse_int(const std::string& flag, const std::string& value) {
   std::size_t used = 0;
@@ -62,6 +63,7 @@ custom_loop::Options parse(int argc, char** argv) {
       {"--save-every-steps", [&](auto& f, auto& v) { o.save_every_steps = parse_int(f, v); }},
       {"--save-interval-s", [&](auto& f, auto& v) { o.save_interval_s = parse_double(f, v); }},
       {"--step-delay-ms", [&](auto& f, auto& v) { o.step_delay_ms = static_cast<int>(parse_int(f, v)); }},
+      {"--hold-at-step", [&](auto& f, auto& v) { o.hold_at_step = parse_int(f, v); }},
       {"--pause-release", [&](auto&, auto& v) { o.pause_release = v; }},
       {"--device", [&](auto&, auto& v) { o.device = v; }},
       {"--fc-width", [&](auto& f, auto& v) { o.fc_width = parse_int(f, v); }},

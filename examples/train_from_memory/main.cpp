@@ -13,7 +13,7 @@
 #include "yolotrain/data/sample_source.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/trainer.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace data = yolotrain::data;
 namespace engine = yolotrain::engine;

@@ -14,7 +14,7 @@
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/engine/validate.hpp"
 #include "yolotrain/export/export_config.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 #include "yolotrain/predict/predict_run.hpp"
 #include "yolotrain/version.hpp"
 

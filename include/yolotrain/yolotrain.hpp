@@ -13,4 +13,5 @@
 #include "yolotrain/nn.hpp"
 #include "yolotrain/plots.hpp"
 #include "yolotrain/predict.hpp"
+#include "yolotrain/remote.hpp"
 #include "yolotrain/version.hpp"

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
-#include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 
 namespace fs = std::filesystem;
 

@@ -17,7 +17,7 @@
 #include "opencv_view.hpp"
 #include "pipeline.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace yolotrain::data {
 namespace detail {

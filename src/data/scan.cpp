@@ -13,9 +13,9 @@
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
-#include "yolotrain/lifecycle/sha256.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace fs = std::filesystem;
 

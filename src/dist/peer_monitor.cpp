@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace yolotrain::dist::detail {
 namespace {

@@ -19,7 +19,7 @@
 
 #include "peer_monitor.hpp"
 #include "yolotrain/dist/watchdog.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 #include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::dist {

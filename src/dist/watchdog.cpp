@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace yolotrain::dist {
 namespace {

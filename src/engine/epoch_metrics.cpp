@@ -2,6 +2,7 @@
 // prefix "train" / "val", DetMetrics.keys, "lr/pg0-2"), in results.csv's column order. Adding a
 // figure = a field in EpochMetrics and its row here; results.csv, results.png, status.json, the
 // Prometheus file, TensorBoard and the ranks' exchange read it.
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,19 @@ std::vector<std::pair<std::string, double>> TrainerProgress::named() const {
     if (name.rfind("train/", 0) == 0 || name.rfind("lr/", 0) == 0) out.emplace_back(std::move(name), value);
   }
   return out;
+}
+
+bool TrainerProgress::set(const std::string& name, double value) {
+  for (const auto& [field, member] : std::initializer_list<std::pair<const char*, double TrainerProgress::*>>{
+           {"train/box_loss", &TrainerProgress::box_loss},
+           {"train/cls_loss", &TrainerProgress::cls_loss},
+           {"train/dfl_loss", &TrainerProgress::dfl_loss}}) {
+    if (name == field) {
+      this->*member = value;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool EpochMetrics::set(const std::string& name, double value) {

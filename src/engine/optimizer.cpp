@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/optimizer_state_key.hpp"
+#include "yolotrain/lifecycle/checkpoint/optimizer_state_key.hpp"
 
 namespace yolotrain::engine {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "yolotrain/engine/train_config.hpp"
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 
 namespace yolotrain::engine {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "yolotrain/dist/requests.hpp"
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 
 namespace yolotrain::dist {
 class ProcessGroup;

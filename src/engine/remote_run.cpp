@@ -21,11 +21,11 @@ std::string seconds(double s) {
 
 // The bucket answers: a transient failure (a 503, a refused connection) is tried again three
 // times over 3.5 s before the run is refused.
-void check_access(const lc::S3Client& client, const lc::S3Location& location) {
+void check_access(const yolotrain::remote::S3Client& client, const yolotrain::remote::S3Location& location) {
   for (double wait_s = 0.5;; wait_s *= 2) {
     try {
       return client.check_access(location.key(""));
-    } catch (const lc::S3Error& e) {
+    } catch (const yolotrain::remote::S3Error& e) {
       if (!e.transient || wait_s > 2) throw;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
@@ -37,12 +37,12 @@ void check_access(const lc::S3Client& client, const lc::S3Location& location) {
 RemoteRun::RemoteRun(const std::string& url, const fs::path& run_dir, int keep_last, Say say)
     : run_dir_(run_dir), say_(std::move(say)) {
   try {
-    const lc::S3Location location = lc::S3Location::parse(url);
-    lc::S3Client client(lc::S3Settings::from_environment(), location.bucket);
+    const yolotrain::remote::S3Location location = yolotrain::remote::S3Location::parse(url);
+    yolotrain::remote::S3Client client(yolotrain::remote::S3Settings::from_environment(), location.bucket);
     check_access(client, location);
-    lc::RemoteMirrorOptions options;
+    yolotrain::remote::RemoteMirrorOptions options;
     options.keep_last = keep_last;
-    mirror_ = std::make_shared<lc::RemoteMirror>(std::move(client), location, run_dir_, options);
+    mirror_ = std::make_shared<yolotrain::remote::RemoteMirror>(std::move(client), location, run_dir_, options);
   } catch (const Error& e) {
     throw ConfigError("remote=" + url + ": " + e.what());
   }
@@ -52,7 +52,7 @@ RemoteRun::RemoteRun(const std::string& url, const fs::path& run_dir, int keep_l
 RemoteRun::~RemoteRun() { mirror_->set_listener(nullptr); }
 
 void RemoteRun::refuse_existing_run() const {
-  const auto found = lc::list_remote_checkpoints(mirror_->client(), mirror_->location(), kSeries);
+  const auto found = yolotrain::remote::list_remote_checkpoints(mirror_->client(), mirror_->location(), kSeries);
   if (found.empty()) return;
   throw ConfigError("remote=" + mirror_->location().url() + " already holds checkpoints of a run (newest: step " +
                     std::to_string(found.front().step) +
@@ -62,7 +62,7 @@ void RemoteRun::refuse_existing_run() const {
 fs::path RemoteRun::fetch_newer(std::int64_t local_step) {
   const auto& client = mirror_->client();
   const auto& location = mirror_->location();
-  const lc::RemoteFetch fetched = lc::fetch_latest_checkpoint(client, location, run_dir_, kSeries, local_step);
+  const yolotrain::remote::RemoteFetch fetched = yolotrain::remote::fetch_latest_checkpoint(client, location, run_dir_, kSeries, local_step);
   for (const auto& s : fetched.skipped) {
     say_("resume: skipping " + s.path.string() + " (" + s.reason + "); trying the previous one");
   }
@@ -75,7 +75,7 @@ fs::path RemoteRun::fetch_newer(std::int64_t local_step) {
   say_("resume: downloaded " + location.url() + "/" + mirror_->remote_name(*fetched.path) + " (step " +
        std::to_string(fetched.step) + ") to " + fetched.path->string());
   try {
-    lc::fetch_file(client, location, run_dir_, "weights/best.ytckpt");
+    yolotrain::remote::fetch_file(client, location, run_dir_, "weights/best.ytckpt");
   } catch (const Error& e) {
     say_("resume: WARNING best.ytckpt not downloaded (" + std::string(e.what()) + "); the final validation then "
          "uses the weights of the end of training");
@@ -96,7 +96,7 @@ void RemoteRun::upload_run_files() {
 
 bool RemoteRun::finish(double timeout_s, const fs::path& last_checkpoint) {
   upload_run_files();
-  const lc::RemoteFinish f = mirror_->finish(timeout_s);
+  const yolotrain::remote::RemoteFinish f = mirror_->finish(timeout_s);
   const std::string url = mirror_->location().url();
   if (f.complete) {
     say_("remote: every upload confirmed in " + url + " (newest checkpoint: step " +

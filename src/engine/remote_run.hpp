@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "yolotrain/lifecycle/remote_mirror.hpp"
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/remote/remote_mirror.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 
 namespace yolotrain::engine::detail {
 
@@ -33,7 +33,7 @@ class RemoteRun {
   /// best.ytckpt) into the run folder; returns its path, or "" when the bucket has none newer.
   std::filesystem::path fetch_newer(std::int64_t local_step);
   /// The mirror the run's CheckpointStore hands its checkpoints to.
-  std::shared_ptr<lifecycle::RemoteMirror> mirror() const { return mirror_; }
+  std::shared_ptr<yolotrain::remote::RemoteMirror> mirror() const { return mirror_; }
   /// status.json's "remote" follows the mirror from now on.
   void report_to(lifecycle::RunStatus& status);
   /// Queues results.csv, args.yaml and status.json (those that exist).
@@ -45,7 +45,7 @@ class RemoteRun {
  private:
   std::filesystem::path run_dir_;
   Say say_;
-  std::shared_ptr<lifecycle::RemoteMirror> mirror_;
+  std::shared_ptr<yolotrain::remote::RemoteMirror> mirror_;
 };
 
 }  // namespace yolotrain::engine::detail

@@ -9,7 +9,7 @@
 
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -84,8 +84,8 @@ fs::path make_run_dir(const fs::path& project, const std::string& name, bool exi
   std::error_code ec;
   fs::create_directories(subfolder.empty() ? dir : dir / subfolder, ec);
   if (ec) {
-    throw Error("cannot create the run folder " + dir.string() + ": " + ec.message() +
-                "; choose another project= or check its permissions");
+    throw ConfigError("cannot create the run folder " + dir.string() + ": " + ec.message() +
+                      "; choose another project= or check its permissions");
   }
   return dir;
 }

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "progress_line.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 #include "yolotrain/plots/plot_results.hpp"
 
 namespace yolotrain::engine {

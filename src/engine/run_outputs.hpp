@@ -10,7 +10,7 @@
 #include "run_log.hpp"
 #include "yolotrain/engine/tensorboard_logger.hpp"
 #include "yolotrain/engine/trainer.hpp"
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 #include "yolotrain/plots/plot_writer.hpp"
 
 namespace yolotrain::engine {

@@ -5,7 +5,7 @@
 #include "run_folder.hpp"
 #include "train_state.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/s3_client.hpp"
+#include "yolotrain/remote/s3_client.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
@@ -47,6 +47,8 @@ void LeaderResolver::lock(const fs::path& dir) {
     locked_ = dir;
   } catch (const lc::FolderLockedError& e) {
     throw ConfigError(e.what());
+  } catch (const Error& e) {  // a folder this process cannot write
+    throw ConfigError(std::string(e.what()) + "; choose another project= or check its permissions");
   }
 }
 
@@ -59,7 +61,7 @@ void LeaderResolver::open_remote(bool fresh) {
 }
 
 fs::path LeaderResolver::resolve() {
-  if (lc::S3Location::is_url(cfg_.resume)) {  // resume=s3://...: that bucket, into project/name
+  if (yolotrain::remote::S3Location::is_url(cfg_.resume)) {  // resume=s3://...: that bucket, into project/name
     if (cfg_.remote.empty()) cfg_.remote = cfg_.resume;
     cfg_.resume = "true";
   }

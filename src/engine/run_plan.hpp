@@ -11,8 +11,8 @@
 #include "rank_group.hpp"
 #include "remote_run.hpp"
 #include "yolotrain/engine/train_config.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/folder_lock.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/files/folder_lock.hpp"
 
 namespace yolotrain::engine {
 

@@ -31,7 +31,13 @@ void Trainer::Run::restore() {
   }
   state = stored_state();
   // The data position in global samples, so that any number of ranks continues it.
-  if (state.samples >= 0) state.batch = train_loader->batch_for_global_samples(state.samples);
+  if (state.samples >= 0) state.batch = data.train_loader->batch_for_global_samples(state.samples);
+  if (state.loss_means.size() != task->loss_terms().size()) {
+    throw ConfigError("checkpoint " + plan.run_dir.string() + ": it holds " + std::to_string(state.loss_means.size()) +
+                      " running losses, this task's loss has " + std::to_string(task->loss_terms().size()) +
+                      " terms; it was written for another task");
+  }
+  task->restore(state.task);
   ema->updates = state.ema_updates;
   scaler.scale_value = state.scaler_scale;
   scaler.growth_tracker = state.scaler_growth_tracker;
@@ -62,7 +68,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
     live.emplace_back("rng.cpu", gen.get_state());
   }
   TrainState s = state;
-  s.samples = train_loader->global_samples(state.batch);
+  s.samples = data.train_loader->global_samples(state.batch);
   s.world_size = ranks.world_size();
   s.ema_updates = ema->updates;
   s.optimizer = choice.name;
@@ -75,6 +81,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
   s.results_csv = outputs.results.text();
   s.completed = completed;
   s.names = io::encode_names(model->names());
+  s.task = task->state();
   live.emplace_back("state.tloss", s.loss_means_tensor());
   lc::Checkpoint c;
   c.meta.step = step();

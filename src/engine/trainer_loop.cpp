@@ -121,12 +121,13 @@ at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) con
 
 void Trainer::Run::train_batch(const data::Batch& b) {
   const std::int64_t ni = step();
-  if (outputs.plots && state.epoch == 0 && b.index < 3) plots::plot_training_batch(*outputs.plots, b, ema->ema()->names(), plan.run_dir);
+  if (outputs.plots && state.epoch == 0 && b.index < 3) {
+    task->plot_training_batch(*outputs.plots, b, ema->ema()->names(), plan.run_dir);
+  }
   schedule(ni);
   auto t0 = Clock::now();
   at::Tensor img = data::preprocess_images(b.img, device);
   if (cfg.multi_scale) img = multi_scale(img, ni);
-  const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
   std::vector<at::Tensor> feats;
   {
     AutocastScope autocast(amp, device);
@@ -135,7 +136,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   for (auto& f : feats) f = f.to(torch::kFloat);  // the loss runs in float32
   result.timings.forward_s += seconds_since(t0);
   t0 = Clock::now();
-  const loss::LossOutput out = (*criterion)(feats, targets);
+  const loss::LossOutput out = task->loss(feats, b, device);
   result.timings.loss_s += seconds_since(t0);
   t0 = Clock::now();
   // With several ranks, Ultralytics scales the loss by the world size before DDP averages the
@@ -148,7 +149,11 @@ void Trainer::Run::train_batch(const data::Batch& b) {
     result.timings.optimizer_s += seconds_since(t0);
   }
   const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
-  for (int i = 0; i < 3; ++i) state.loss_means[i] = (state.loss_means[i] * double(state.batch) + items[i].item<double>()) / double(state.batch + 1);
+  auto& means = state.loss_means;
+  for (std::size_t i = 0; i < means.size(); ++i) {
+    means[i] = (means[i] * double(state.batch) + items[static_cast<std::int64_t>(i)].item<double>()) /
+               double(state.batch + 1);
+  }
   if (ni - state.last_opt_step >= accumulate_at(cfg, ni, nb)) {
     t0 = Clock::now();
     optimizer_step();
@@ -164,30 +169,19 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   clock.last_size = img.size(3);
 }
 
-std::optional<ValidationReport> Trainer::Run::validation_pass() {
+std::optional<ValidationReport> Trainer::Run::validation_pass(bool plots) {
   const auto t0 = Clock::now();
-  ValidationPass pass{ema->ema(), val_loader.get(), criterion.get(), device, memory_format, cfg.iou, cfg.max_det,
-                      cfg.single_cls, &token, plot_validation ? outputs.plots.get() : nullptr, plan.run_dir};
-  std::optional<ValidationReport> report = run_validation(pass);
+  ValidationPass pass{ema->ema(), data.val_loader.get(), nullptr, device, memory_format, cfg.iou, cfg.max_det,
+                      cfg.single_cls, &token, plots ? outputs.plots.get() : nullptr, plan.run_dir};
+  std::optional<ValidationReport> report = task->validate(pass);
   result.timings.validation_s += seconds_since(t0);
   return report;
-}
-
-static void fill_validation(EpochMetrics& m, const ValidationReport& r) {
-  m.precision = r.metrics.mp;
-  m.recall = r.metrics.mr;
-  m.map50 = r.metrics.map50;
-  m.map = r.metrics.map;
-  m.fitness = r.metrics.fitness;
-  m.val_box_loss = r.loss[0];
-  m.val_cls_loss = r.loss[1];
-  m.val_dfl_loss = r.loss[2];
 }
 
 bool Trainer::Run::validate(EpochMetrics& m) {
   const std::optional<ValidationReport> report = validation_pass();
   if (!report) return false;  // stopped inside validation
-  fill_validation(m, *report);
+  task->fill_validation(m, *report);
   m.epoch = state.epoch + 1;  // as results.csv numbers it (end_epoch fills the rest)
   if (cb.on_val_end) cb.on_val_end(m);
   return true;
@@ -211,23 +205,19 @@ void Trainer::Run::final_eval() {
     for (const auto& [name, t] : nn::state_dict(*ema->ema())) t.copy_(c.tensor("ema." + name));
   }
   say("validating " + best.string() + " (epoch " + std::to_string(state.best_epoch + 1) + ")");
-  plot_validation = true;
-  const std::optional<ValidationReport> report = validation_pass();
-  plot_validation = false;
+  const std::optional<ValidationReport> report = validation_pass(/*plots=*/true);
   if (!report) return;
   say(report->table(cfg.verbose));
-  if (outputs.plots) plot_validation_results(*outputs.plots, *report, plan.run_dir);
+  if (outputs.plots) task->plot_validation(*outputs.plots, *report, plan.run_dir);
   EpochMetrics m = last_metrics.value_or(EpochMetrics{});
   m.epoch = state.best_epoch + 1;
-  fill_validation(m, *report);
+  task->fill_validation(m, *report);
   last_metrics = m;
 }
 
 bool Trainer::Run::end_epoch(EpochMetrics& m) {
   m.epoch = state.epoch + 1;
-  m.box_loss = state.loss_means[0];
-  m.cls_loss = state.loss_means[1];
-  m.dfl_loss = state.loss_means[2];
+  set_losses(m);
   m.lr_pg0 = group_lr(*optimizer, 0);
   m.lr_pg1 = group_lr(*optimizer, 1);
   m.lr_pg2 = group_lr(*optimizer, 2);
@@ -263,7 +253,14 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
 TrainerProgress Trainer::Run::progress() const {
   std::array<double, 3> lr{};
   for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, g);
-  TrainerProgress p{state.epoch, cfg.epochs, state.batch, nb, step(), state.loss_means[0], state.loss_means[1], state.loss_means[2], lr};
+  TrainerProgress p;
+  p.epoch = state.epoch;
+  p.epochs = cfg.epochs;
+  p.batch = state.batch;
+  p.batches = nb;
+  p.step = step();
+  p.lr = lr;
+  if (task) set_losses(p);
   p.instances = clock.last_instances;
   p.size = clock.last_size;
   p.epoch_seconds = seconds_since(clock.epoch_started);
@@ -285,7 +282,7 @@ void Trainer::Run::start() {
   if (plan.remote) plan.remote->report_to(*outputs.status);
   if (outputs.plots) {
     say("Plotting labels to " + (plan.run_dir / "labels.jpg").string() + "... ");
-    plots::plot_training_labels(*outputs.plots, train_set, plan.run_dir);
+    plots::plot_training_labels(*outputs.plots, data.train, plan.run_dir);
   }
   if (ranks.active()) {  // every rank starts from rank 0's weights, as DDP does
     std::vector<at::Tensor> weights;
@@ -305,7 +302,8 @@ void Trainer::Run::start() {
 void Trainer::Run::train() {
   bool going = true;
   while (going && state.epoch < cfg.epochs) {
-    train_loader->seek(static_cast<int>(state.epoch), state.batch);
+    data.train_loader->seek(static_cast<int>(state.epoch), state.batch);
+    task->start_epoch(state.epoch, cfg.epochs);
     model->train();
     clock.epoch_started = Clock::now();
     clock.epoch_batches = clock.epoch_images = 0;
@@ -313,7 +311,7 @@ void Trainer::Run::train() {
     while (going && state.batch < nb) {
       if (!(going = poll())) break;
       const auto waited = Clock::now();
-      auto b = train_loader->next();
+      auto b = data.train_loader->next();
       result.timings.data_s += seconds_since(waited);
       if (!b) {
         going = !token.stop_requested() || poll();  // a stop while waiting for data

@@ -30,6 +30,7 @@
 #include "run_outputs.hpp"
 #include "run_folder.hpp"
 #include "run_plan.hpp"
+#include "tasks/task.hpp"
 #include "train_state.hpp"
 #include "training_memory_probe.hpp"
 #include "validation.hpp"
@@ -43,12 +44,12 @@
 #include "yolotrain/dist/process_group.hpp"
 #include "yolotrain/dist/watchdog.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
-#include "yolotrain/lifecycle/folder_lock.hpp"
-#include "yolotrain/lifecycle/host_memory.hpp"
-#include "yolotrain/lifecycle/pause.hpp"
-#include "yolotrain/lifecycle/s3_client.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
+#include "yolotrain/lifecycle/files/folder_lock.hpp"
+#include "yolotrain/lifecycle/memory/host_memory.hpp"
+#include "yolotrain/lifecycle/control/pause.hpp"
+#include "yolotrain/remote/s3_client.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/nn/detection_model.hpp"
@@ -77,6 +78,13 @@ struct RunClock {
 // What args.yaml and checkpoints say for a run on a program's in-memory data.
 inline constexpr const char* kMemoryData = "memory";
 
+// A run's data: its splits and their loaders.
+struct RunData {
+  data::DataConfig config;
+  data::Dataset train, val;
+  std::unique_ptr<data::Loader> train_loader, val_loader;
+};
+
 // Everything one run holds; Trainer::run() resolves its plan, creates it, runs it and throws it
 // away.
 struct Trainer::Run {
@@ -91,10 +99,7 @@ struct Trainer::Run {
   const std::optional<TrainingData>& given;  // a program's in-memory data instead of data=
   detail::RunLog& log;  // the terminal and train.log (rank 0 speaks for the group)
   detail::RunOutputs outputs;  // rank 0's files; the other ranks' write nothing
-  // The data.
-  data::DataConfig data_config;
-  data::Dataset train_set, val_set;
-  std::unique_ptr<data::Loader> train_loader, val_loader;
+  RunData data;
   std::int64_t nb = 1;  // batches per epoch
   // The model and what trains it.
   torch::Device device{torch::kCPU};
@@ -103,7 +108,7 @@ struct Trainer::Run {
   std::unique_ptr<ModelEMA> ema;
   OptimizerChoice choice;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::unique_ptr<loss::DetectionLoss> criterion;
+  std::unique_ptr<Task> task;  // the loss, validation and pictures of the model's task
   AmpMode amp = AmpMode::Off;
   GradScaler scaler{false};
   // Where training stands, and what the run has to say about it.
@@ -113,7 +118,6 @@ struct Trainer::Run {
   std::optional<EpochMetrics> last_metrics;
   RunClock clock;
   RunResult result;
-  bool plot_validation = false;  // the final validation draws val_batch*.jpg
 
   std::int64_t step() const { return state.epoch * nb + state.batch; }
   void say(const std::string& line);
@@ -133,7 +137,7 @@ struct Trainer::Run {
   void freeze_layers();
   void resolve_autobatch();
   at::Tensor multi_scale(const at::Tensor& img, std::int64_t ni) const;
-  std::optional<ValidationReport> validation_pass();
+  std::optional<ValidationReport> validation_pass(bool plots = false);  // plots: val_batch*.jpg
   void finish_plots();
   void final_eval();
   void report_saved();
@@ -147,6 +151,8 @@ struct Trainer::Run {
   bool validate(EpochMetrics& m);  // false: stopped inside validation
   bool end_epoch(EpochMetrics& m);  // false: training is over
   TrainerProgress progress() const;
+  template <typename Figures>
+  void set_losses(Figures& f) const;  // the running losses as train/<term> (EpochMetrics, TrainerProgress)
   void start();  // data, model, outputs, the resumed position: ready for the first step
   void train();  // the epochs, until done, stopped or paused
   void finish();  // the final checkpoint or validation, the end lines
@@ -155,5 +161,15 @@ struct Trainer::Run {
   RunResult end_failed(const std::exception& e);  // status.json, a checkpoint, the plots, the bucket
   TrainState stored_state() const;  // the checkpoint to resume's
 };
+
+template <typename Figures>
+void Trainer::Run::set_losses(Figures& f) const {
+  const std::vector<std::string>& terms = task->loss_terms();
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    if (!f.set("train/" + terms[i], state.loss_means[i])) {
+      throw Error("the loss term " + terms[i] + " has no figure train/" + terms[i] + " (EpochMetrics' table)");
+    }
+  }
+}
 
 }  // namespace yolotrain::engine

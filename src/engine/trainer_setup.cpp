@@ -6,27 +6,27 @@ namespace yolotrain::engine {
 
 void Trainer::Run::load_data() {
   if (given) {  // a program's splits (data::memory_dataset)
-    train_set = given->train;
-    val_set = given->val;
-    data_config.names = train_set.names;
+    data.train = given->train;
+    data.val = given->val;
+    data.config.names = data.train.names;
   } else {
     load_data_yaml();
   }
-  say("train: " + train_set.report.summary());
-  report_problems("train: ", train_set.report);
-  say("val: " + val_set.report.summary());
-  report_problems("val: ", val_set.report);
+  say("train: " + data.train.report.summary());
+  report_problems("train: ", data.train.report);
+  say("val: " + data.val.report.summary());
+  report_problems("val: ", data.val.report);
   if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
-    const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(train_set.size())));
+    const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(data.train.size())));
     if (keep == 0) throw ConfigError("fraction=" + exact_text(cfg.fraction) + " leaves no training image of " +
-                                     std::to_string(train_set.size()));
-    train_set.records.resize(keep);
+                                     std::to_string(data.train.size()));
+    data.train.records.resize(keep);
     say("fraction=" + std::to_string(cfg.fraction) + ": training on the first " + std::to_string(keep) + " images");
   }
   if (cfg.single_cls) {  // every class becomes class 0, "item"
-    merge_classes(train_set);
-    merge_classes(val_set);
-    data_config.names = {"item"};
+    merge_classes(data.train);
+    merge_classes(data.val);
+    data.config.names = {"item"};
   }
 }
 
@@ -42,9 +42,9 @@ void Trainer::Run::load_data_yaml() {
   const fs::path yaml = data_yaml(cfg);
   if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
   try {
-    data_config = data::load_data_yaml(yaml);
-    train_set = data::load_split(data_config, "train");
-    val_set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
+    data.config = data::load_data_yaml(yaml);
+    data.train = data::load_split(data.config, "train");
+    data.val = data::load_split(data.config, data.config.has("val") ? "val" : "train");
   } catch (const Error& e) {  // a dataset that cannot be read: the data (or data=) must change
     if (dynamic_cast<const ConfigError*>(&e)) throw;
     throw ConfigError("data=" + cfg.data + ": " + e.what());
@@ -93,8 +93,8 @@ void Trainer::Run::build() {
   // From weights, the architecture is theirs (Ultralytics: DetectionModel(weights.yaml, nc=data's nc)).
   try {
     model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
-                                   .nc(data_config.nc())
-                                   .names(data_config.names));
+                                   .nc(data.config.nc())
+                                   .names(data.config.names));
   } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
     if (dynamic_cast<const ConfigError*>(&e)) throw;
     throw ConfigError("model=" + cfg.model + ": " + e.what());
@@ -120,7 +120,7 @@ void Trainer::Run::build() {
   nn::set_memory_format(*model, memory_format);
   model->train();
   ema = std::make_unique<ModelEMA>(model);
-  choice = choose_optimizer(cfg, static_cast<std::int64_t>(train_set.size()), data_config.nc());
+  choice = choose_optimizer(cfg, static_cast<std::int64_t>(data.train.size()), data.config.nc());
   if (plan.resume_from) {  // the stored choice: extending epochs must not flip optimizer=auto
     const TrainState stored = stored_state();
     choice.name = stored.optimizer;
@@ -129,14 +129,14 @@ void Trainer::Run::build() {
     choice.warmup_bias_lr = stored.warmup_bias_lr;
   }
   optimizer = build_optimizer(model, choice);
-  criterion = std::make_unique<loss::DetectionLoss>(model, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
-  state.loss_means.assign(3, 0.0);  // box, cls, dfl
+  task = make_task(model, cfg);
+  state.loss_means.assign(task->loss_terms().size(), 0.0);
   build_loaders();
   const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +
                                std::to_string(model->nc());
   store = std::make_unique<lc::CheckpointStore>(
       lc::CheckpointStoreOptions{plan.run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
-  if (plan.remote) store->set_remote(plan.remote->mirror());
+  if (plan.remote) remote::mirror_checkpoints(*store, plan.remote->mirror());
 }
 
 // The training loader (this rank's share of each batch) and the validation loader (rank 0
@@ -163,7 +163,7 @@ void Trainer::Run::build_loaders() {
   // A stop ends a wait for data at once; with several ranks the stop waits for the step's
   // agreement instead (a rank leaving the step alone would desynchronise the collectives).
   train_opts.token = ranks.active() ? nullptr : &token;
-  train_loader = std::make_unique<data::Loader>(train_set, train_opts);
+  data.train_loader = std::make_unique<data::Loader>(data.train, train_opts);
   data::LoaderOptions val_opts = train_opts;
   val_opts.batch = train_opts.batch * 2;
   val_opts.rank = 0;  // rank 0 validates the whole set
@@ -172,8 +172,8 @@ void Trainer::Run::build_loaders() {
   val_opts.augment = false;
   val_opts.shuffle = false;
   val_opts.rect = true;
-  val_loader = std::make_unique<data::Loader>(val_set, val_opts);
-  nb = train_loader->batches_per_epoch();
+  data.val_loader = std::make_unique<data::Loader>(data.val, val_opts);
+  nb = data.train_loader->batches_per_epoch();
 }
 
 // batch=-1 / 0.xx (Ultralytics' _setup_train: check_train_batch_size before the optimizer, whose

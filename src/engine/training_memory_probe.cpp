@@ -6,7 +6,7 @@
 #include <string>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
 namespace yolotrain::engine::detail {
 namespace {

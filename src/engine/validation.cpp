@@ -12,7 +12,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/metrics/nms.hpp"
 #include "yolotrain/metrics/validator.hpp"
 #include "yolotrain/nn/memory_format.hpp"

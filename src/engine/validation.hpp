@@ -19,7 +19,7 @@ namespace yolotrain::engine {
 struct ValidationPass {
   nn::DetectionModel net;
   data::Loader* loader = nullptr;
-  loss::DetectionLoss* criterion = nullptr;  ///< null: no validation loss
+  const loss::DetectionLoss* criterion = nullptr;  ///< null: no validation loss
   torch::Device device{torch::kCPU};
   c10::MemoryFormat memory_format = c10::MemoryFormat::Contiguous;
   double iou = 0.7;

@@ -13,7 +13,7 @@
 #include "onnx_modules.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 #include "yolotrain/version.hpp"
 
 namespace yolotrain::exporter {

@@ -12,7 +12,7 @@
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/nn/weights.hpp"
 
 namespace yolotrain::io {

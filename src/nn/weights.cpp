@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 
 namespace yolotrain::nn {
 namespace {

@@ -1,6 +1,6 @@
 #include "yolotrain/plots/plot_writer.hpp"
 
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 
 namespace yolotrain::plots {
 

@@ -2,7 +2,7 @@
 #include <ATen/ATen.h>
 
 #include "custom_loop.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -76,8 +76,8 @@ void check_completes_identically(yt::Child& child, const fs::path& out_file) {
 void stop_and_resume(int signo, int expected_code) {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(args(dir, {"--step-delay-ms", "5"}), tmp / "out1.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 20); }, 60s));
+  yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "20"}), tmp / "out1.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 20); }, 60s));  // held there until the signal
   kill(child.pid, signo);
   const pid_t group = child.pid;
   const auto code = yt::wait_exit(child, 30s);
@@ -86,7 +86,7 @@ void stop_and_resume(int signo, int expected_code) {
   CHECK(code == expected_code);
   CHECK_FALSE(yt::process_group_alive(group));  // nothing left behind
   const std::int64_t step = stopped_step(out);
-  CHECK(step >= 20);
+  CHECK(step == 20);
   lc::CheckpointStore store({dir, 2, "", "ckpt", {}});
   const auto latest = store.load_latest();
   REQUIRE(latest.checkpoint);
@@ -125,8 +125,8 @@ TEST_CASE("SIGINT stops with 130 and a checkpoint and the resumed run ends ident
 TEST_CASE("SIGUSR1 pauses without using the CPU and SIGUSR2 resumes", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(args(dir, {"--step-delay-ms", "5"}), tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));
+  yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "10"}), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));  // held there until the signal
   kill(child.pid, SIGUSR1);
   REQUIRE(yt::wait_for_state(dir, "paused", 30s));
   const auto paused_at = status_of(dir)["step"].get<std::int64_t>();
@@ -145,8 +145,8 @@ TEST_CASE("SIGUSR1 pauses without using the CPU and SIGUSR2 resumes", "[integrat
 TEST_CASE("SIGHUP writes a checkpoint while training continues", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(args(dir, {"--step-delay-ms", "5"}), tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));
+  yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "10"}), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));  // held there until the signal
   CHECK(status_of(dir)["last_checkpoint"].is_null());
   kill(child.pid, SIGHUP);
   REQUIRE(yt::wait_until([&] { return !status_of(dir)["last_checkpoint"].is_null(); }, 30s));
@@ -160,8 +160,8 @@ TEST_CASE("SIGHUP writes a checkpoint while training continues", "[integration]"
 TEST_CASE("pause-release exit checkpoints and exits 75 and the rerun resumes", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(args(dir, {"--step-delay-ms", "5", "--pause-release", "exit"}), tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));
+  yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "10", "--pause-release", "exit"}), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));  // held there until the signal
   kill(child.pid, SIGUSR1);
   const auto code = yt::wait_exit(child, 30s);
   const std::string out = yt::slurp(tmp / "out.txt");
@@ -176,8 +176,8 @@ TEST_CASE("pause-release exit checkpoints and exits 75 and the rerun resumes", "
 TEST_CASE("Ctrl+Z pauses and suspends and SIGCONT (fg) resumes", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(args(dir, {"--step-delay-ms", "5"}), tmp / "out.txt");
-  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));
+  yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "10"}), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));  // held there until the signal
   kill(child.pid, SIGTSTP);
   auto process_state = [&] {
     const std::string stat = yt::slurp("/proc/" + std::to_string(child.pid) + "/stat");

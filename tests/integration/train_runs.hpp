@@ -9,7 +9,7 @@
 
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
 namespace yolotrain::test {
 

@@ -3,15 +3,18 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/data/synthetic.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
-#include "yolotrain/lifecycle/folder_lock.hpp"
+#include "yolotrain/lifecycle/files/folder_lock.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <cmath>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "s3_server.hpp"
@@ -97,6 +100,25 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
   }
   CHECK(entries == 5);  // .lock (rank 0's), args.yaml, results.csv, status.json, train.log: rank 1 wrote nothing
   CHECK(fs::exists(tmp / "run" / "train_batch0.jpg"));  // rank 0's pictures
+  // results.csv is rank 0's alone: its training losses are those rank 0 printed in its epoch
+  // lines (each rank trains on its own half of a batch; another rank's row would differ).
+  const std::regex line("epoch ([0-9]+)/2: .*\\(losses ([0-9.]+) ([0-9.]+) ([0-9.]+)\\)");
+  std::map<int, std::vector<double>> printed;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line); it != std::sregex_iterator(); ++it) {
+    printed[std::stoi((*it)[1])] = {std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])};
+  }
+  REQUIRE(printed.size() == 2);
+  std::istringstream rows(csv);
+  std::string row;
+  std::getline(rows, row);  // the header
+  while (std::getline(rows, row)) {
+    std::vector<double> v;
+    std::istringstream cells(row);
+    for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
+    CAPTURE(row);
+    REQUIRE(printed.count(static_cast<int>(v[0])));
+    for (int i = 0; i < 3; ++i) CHECK(std::abs(v[1 + i] - printed[static_cast<int>(v[0])][i]) <= 0.0006);
+  }
   CHECK(!yolotrain::lifecycle::FolderLock::holder(tmp / "run"));  // released with its owner
   CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));
 }

@@ -2,8 +2,8 @@
 // second client (Debian's awscli) to cross-check what reached the bucket.
 #include <ATen/ATen.h>
 
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/remote_mirror.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/remote/remote_mirror.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -38,18 +38,18 @@ std::map<std::string, std::optional<std::string>> aws_env(const std::string& end
           {"AWS_PROFILE", std::nullopt},     {"AWS_S3_ADDRESSING_STYLE", std::nullopt}};
 }
 
-lc::S3Client client_of(const yt::S3Server& server) {
-  lc::S3Settings s;
+yolotrain::remote::S3Client client_of(const yt::S3Server& server) {
+  yolotrain::remote::S3Settings s;
   s.endpoint = server.endpoint();
   s.path_style = true;
   s.access_key_id = yt::S3Server::access_key();
   s.secret_access_key = yt::S3Server::secret_key();
-  return lc::S3Client(s, server.bucket());
+  return yolotrain::remote::S3Client(s, server.bucket());
 }
 
 std::vector<std::int64_t> remote_steps(const yt::S3Server& server, const std::string& prefix) {
   std::vector<std::int64_t> out;
-  for (const auto& c : lc::list_remote_checkpoints(client_of(server), lc::S3Location::parse("s3://runs/" + prefix),
+  for (const auto& c : yolotrain::remote::list_remote_checkpoints(client_of(server), yolotrain::remote::S3Location::parse("s3://runs/" + prefix),
                                                    "weights/last")) {
     out.push_back(c.step);
   }

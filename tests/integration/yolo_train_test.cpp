@@ -4,7 +4,7 @@
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/trainer.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/plot_results.hpp"
 

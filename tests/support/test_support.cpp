@@ -1,6 +1,6 @@
 #include "test_support.hpp"
 
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

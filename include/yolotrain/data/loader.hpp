@@ -10,7 +10,7 @@
 
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/data/dataset.hpp"
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 
 namespace yolotrain::data {
 

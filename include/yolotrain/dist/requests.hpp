@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 
 namespace yolotrain::dist {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 #include "yolotrain/error.hpp"
 

@@ -13,8 +13,8 @@
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/engine/callback_list.hpp"
 #include "yolotrain/engine/train_config.hpp"
-#include "yolotrain/lifecycle/control_token.hpp"
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 
 namespace yolotrain::engine {
 
@@ -98,6 +98,8 @@ struct TrainerProgress {
   /// ("train/box_loss", ...), ("lr/pg0", ...): the step's figures by the names EpochMetrics::named()
   /// gives them (the running losses, the learning rates).
   std::vector<std::pair<std::string, double>> named() const;
+  /// Sets the running loss named as named() names it ("train/box_loss"); false for another name.
+  bool set(const std::string& name, double value);
 };
 
 /// The events a program that embeds the trainer can listen to. Each holds any number of

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "yolotrain/engine/train_config.hpp"
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 #include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 
 namespace yolotrain::io {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 
 namespace yolotrain::io {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 #include "yolotrain/predict/predict_config.hpp"
 
 namespace yolotrain::predict {

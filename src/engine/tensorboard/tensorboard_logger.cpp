@@ -10,7 +10,7 @@
 #include "tensorboard.pb.h"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 
 namespace yolotrain::engine {
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include "mixed_precision.hpp"
 #include "test_support.hpp"
 #include "training_memory_probe.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 

@@ -19,8 +19,8 @@
 #include "yolotrain/dist/process_group.hpp"
 #include "yolotrain/dist/requests.hpp"
 #include "yolotrain/dist/watchdog.hpp"
-#include "yolotrain/lifecycle/control_token.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace dist = yolotrain::dist;
 namespace lc = yolotrain::lifecycle;

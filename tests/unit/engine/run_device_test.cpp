@@ -2,7 +2,7 @@
 
 #include "run_folder.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/export/export_config.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 #include "yolotrain/predict/predict_config.hpp"
 
 #include <catch2/catch.hpp>

@@ -4,7 +4,7 @@
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/torch_archive.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
-#include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 #include "yolotrain/nn/weights.hpp"
 
 #include <catch2/catch.hpp>

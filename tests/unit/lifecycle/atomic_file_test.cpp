@@ -1,5 +1,5 @@
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 
 #include <catch2/catch.hpp>
 #include <sys/mount.h>

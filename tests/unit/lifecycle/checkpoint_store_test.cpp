@@ -1,7 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 
 #include <catch2/catch.hpp>
 #include <sys/resource.h>

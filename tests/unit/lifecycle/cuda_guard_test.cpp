@@ -1,7 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "test_support.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
 #include <catch2/catch.hpp>
 

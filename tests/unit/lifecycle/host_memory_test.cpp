@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/host_memory.hpp"
+#include "yolotrain/lifecycle/memory/host_memory.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/pause.hpp"
+#include "yolotrain/lifecycle/control/pause.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #include <ATen/ATen.h>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 #include <ATen/Parallel.h>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 #include <catch2/catch.hpp>
 #include <sys/wait.h>

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 
 namespace yolotrain::lifecycle {
 namespace {

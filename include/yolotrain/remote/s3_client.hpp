@@ -10,7 +10,7 @@
 
 #include "yolotrain/error.hpp"
 
-namespace yolotrain::lifecycle {
+namespace yolotrain::remote {
 
 /// A place in object storage: `s3://BUCKET/PREFIX`.
 struct S3Location {
@@ -56,10 +56,10 @@ struct S3Settings {
 
 /// A failed S3 request. transient: worth retrying (no connection, timeouts, 5xx, throttling).
 /// The message names the operation, bucket, key and the server's answer; never a credential.
-class S3Error : public Error {
+class S3Error : public yolotrain::Error {
  public:
   S3Error(const std::string& message, long http_status, std::string code, bool transient)
-      : Error(message), http_status(http_status), code(std::move(code)), transient(transient) {}
+      : yolotrain::Error(message), http_status(http_status), code(std::move(code)), transient(transient) {}
   long http_status;  ///< 0 when no answer came
   std::string code;  ///< the S3 error code ("NoSuchKey", "SlowDown"...) or curl's error text
   bool transient;
@@ -142,4 +142,4 @@ class S3Client {
 /// kept when `keep_slash`, everything else %XX.
 std::string s3_uri_encode(const std::string& text, bool keep_slash);
 
-}  // namespace yolotrain::lifecycle
+}  // namespace yolotrain::remote

@@ -1,7 +1,7 @@
 // S3Client: HTTP through libcurl, which also signs (AWS SigV4, CURLOPT_AWS_SIGV4, curl >= 7.75);
 // XML answers (ListObjectsV2, errors) through pugixml. What is written here by hand is only the
 // shape of the requests: the URL, the sorted and encoded query, the checksum headers.
-#include "yolotrain/lifecycle/s3_client.hpp"
+#include "yolotrain/remote/s3_client.hpp"
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -15,9 +15,9 @@
 #include <sstream>
 #include <thread>
 
-#include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 
-namespace yolotrain::lifecycle {
+namespace yolotrain::remote {
 namespace {
 
 void global_init() {
@@ -94,7 +94,7 @@ bool transient_answer(long status, const std::string& code) {
 }
 
 // Parses an answer's body into `doc`; false when it is not XML. (S3 may answer 200 with an
-// <Error> inside, e.g. CompleteMultipartUpload: callers check for it.)
+// <yolotrain::Error> inside, e.g. CompleteMultipartUpload: callers check for it.)
 bool parse_xml(pugi::xml_document& doc, const S3Response& response) {
   return static_cast<bool>(doc.load_buffer(response.body.data(), response.body.size()));
 }
@@ -146,7 +146,7 @@ S3Response S3Client::send(const S3Request& request, const std::atomic<bool>* can
   }
   curl_slist* raw_headers = nullptr;
   for (const auto& h : request.headers) raw_headers = curl_slist_append(raw_headers, h.c_str());
-  const std::string payload_hash = "x-amz-content-sha256: " + Sha256().update(request.body).hex_digest();
+  const std::string payload_hash = "x-amz-content-sha256: " + lifecycle::Sha256().update(request.body).hex_digest();
   raw_headers = curl_slist_append(raw_headers, payload_hash.c_str());
   if (!settings_.session_token.empty()) {
     raw_headers = curl_slist_append(raw_headers, ("x-amz-security-token: " + settings_.session_token).c_str());
@@ -206,8 +206,8 @@ void S3Client::fail(const std::string& what, const std::string& key, const S3Res
   std::string code, message;
   pugi::xml_document doc;
   if (parse_xml(doc, response)) {
-    code = doc.child("Error").child_value("Code");
-    message = doc.child("Error").child_value("Message");
+    code = doc.child("yolotrain::Error").child_value("Code");
+    message = doc.child("yolotrain::Error").child_value("Message");
   }
   if (code.empty()) code = response.status == 404 ? "NotFound" : "HTTP " + std::to_string(response.status);
   std::string text = "S3 " + what + " s3://" + bucket_ + "/" + key + " at " + settings_.endpoint + ": HTTP " +
@@ -304,7 +304,7 @@ void S3Client::put_multipart(const std::string& key, std::string_view data, cons
     finish.headers = {"Content-Type: application/xml"};  // the body's SHA-256 is signed, as every request's
     const S3Response done = call("PUT (complete multipart upload)", finish, key, cancel);
     pugi::xml_document answer;
-    if (done.status != 200 || !parse_xml(answer, done) || answer.child("Error") ||
+    if (done.status != 200 || !parse_xml(answer, done) || answer.child("yolotrain::Error") ||
         !answer.child("CompleteMultipartUploadResult")) {
       fail("PUT (complete multipart upload)", key, done);
     }
@@ -401,4 +401,4 @@ void S3Client::check_access(const std::string& prefix) const {
   if (response.status != 200) fail("LIST", prefix + "*", response);
 }
 
-}  // namespace yolotrain::lifecycle
+}  // namespace yolotrain::remote

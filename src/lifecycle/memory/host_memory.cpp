@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/host_memory.hpp"
+#include "yolotrain/lifecycle/memory/host_memory.hpp"
 
 #include <limits>  // also defines __GLIBC__ where it is glibc
 

@@ -1,10 +1,10 @@
-#include "yolotrain/lifecycle/pause.hpp"
+#include "yolotrain/lifecycle/control/pause.hpp"
 
 #include <iostream>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
-#include "yolotrain/lifecycle/host_memory.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/host_memory.hpp"
 
 namespace yolotrain::lifecycle {
 

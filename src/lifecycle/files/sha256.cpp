@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/sha256.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 
 #include <openssl/evp.h>
 

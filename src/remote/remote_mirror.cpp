@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/remote_mirror.hpp"
+#include "yolotrain/remote/remote_mirror.hpp"
 
 #include <algorithm>
 #include <iostream>
@@ -7,10 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "yolotrain/lifecycle/atomic_file.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
-namespace yolotrain::lifecycle {
+namespace yolotrain::remote {
 namespace fs = std::filesystem;
 namespace {
 
@@ -38,8 +38,8 @@ std::optional<std::int64_t> series_step(const std::string& key, const std::strin
 // The file's bytes, or nothing when it is gone (superseded locally); other read errors throw.
 std::optional<std::string> file_bytes_if_present(const fs::path& file) {
   try {
-    return read_file(file);
-  } catch (const Error&) {
+    return lifecycle::read_file(file);
+  } catch (const yolotrain::Error&) {
     std::error_code ec;
     if (!fs::exists(file, ec)) return std::nullopt;
     throw;
@@ -50,7 +50,7 @@ std::optional<std::string> file_bytes_if_present(const fs::path& file) {
 
 RemoteMirror::RemoteMirror(S3Client client, S3Location location, fs::path root, RemoteMirrorOptions options)
     : client_(std::move(client)), location_(std::move(location)), root_(std::move(root)), options_(options) {
-  if (options_.keep_last < 1) throw Error("RemoteMirror: keep_last must be >= 1");
+  if (options_.keep_last < 1) throw yolotrain::Error("RemoteMirror: keep_last must be >= 1");
   status_.url = location_.url();
   worker_ = std::thread([this] { worker_loop(); });
 }
@@ -77,6 +77,13 @@ void RemoteMirror::upload_checkpoint(const fs::path& file, std::int64_t step) {
 
 void RemoteMirror::upload_file(const fs::path& file) { enqueue({file, remote_name(file), -1}); }
 
+void mirror_checkpoints(lifecycle::CheckpointStore& store, std::shared_ptr<RemoteMirror> mirror) {
+  store.on_written([mirror = std::move(mirror)](const fs::path& file, std::int64_t step) {
+    if (step >= 0) mirror->upload_checkpoint(file, step);
+    else mirror->upload_file(file);
+  });
+}
+
 void RemoteMirror::enqueue(Job job) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -91,12 +98,12 @@ void RemoteMirror::enqueue(Job job) {
   cv_.notify_all();
 }
 
-void RemoteMirror::set_listener(std::function<void(const RemoteUploadStatus&)> listener) {
+void RemoteMirror::set_listener(std::function<void(const lifecycle::RemoteUploadStatus&)> listener) {
   std::lock_guard<std::mutex> calling(listener_mutex_);  // waits for a call in progress
   listener_ = std::move(listener);
 }
 
-RemoteUploadStatus RemoteMirror::status() const {
+lifecycle::RemoteUploadStatus RemoteMirror::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return status_;
 }
@@ -107,7 +114,7 @@ void RemoteMirror::notify() {
 }
 
 void RemoteMirror::worker_loop() {
-  block_lifecycle_signals_in_this_thread();
+  lifecycle::block_lifecycle_signals_in_this_thread();
   // Uploads are background work: this thread yields the CPU to training (Linux: a thread's nice).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kUploadNice);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -168,7 +175,7 @@ void RemoteMirror::worker_loop() {
 void RemoteMirror::upload(const Job& job) {
   const std::optional<std::string> bytes = file_bytes_if_present(job.file);
   if (!bytes) return;  // removed locally: a newer one superseded it
-  if (is_checkpoint(job.name)) CheckpointStore::verify(*bytes, job.file.string());
+  if (is_checkpoint(job.name)) lifecycle::CheckpointStore::verify(*bytes, job.file.string());
   client_.put_object(location_.key(job.name), *bytes, &cancel_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -240,14 +247,14 @@ RemoteFetch fetch_latest_checkpoint(const S3Client& client, const S3Location& lo
     const std::string url = "s3://" + client.bucket() + "/" + found.key;
     const std::string bytes = client.get_object(found.key);
     try {
-      CheckpointStore::verify(bytes, url);
-    } catch (const Error& e) {
+      lifecycle::CheckpointStore::verify(bytes, url);
+    } catch (const yolotrain::Error& e) {
       out.skipped.push_back({url, e.what()});
       continue;
     }
     const fs::path local = root / found.key.substr(location.key("").size());
     fs::create_directories(local.parent_path());
-    atomic_write(local, bytes);
+    lifecycle::atomic_write(local, bytes);
     out.path = local;
     out.step = found.step;
     return out;
@@ -263,11 +270,11 @@ bool fetch_file(const S3Client& client, const S3Location& location, const fs::pa
     if (e.code == "NoSuchKey" || e.http_status == 404) return false;
     throw;
   }
-  if (is_checkpoint(name)) CheckpointStore::verify(bytes, "s3://" + client.bucket() + "/" + location.key(name));
+  if (is_checkpoint(name)) lifecycle::CheckpointStore::verify(bytes, "s3://" + client.bucket() + "/" + location.key(name));
   const fs::path local = root / name;
   fs::create_directories(local.parent_path());
-  atomic_write(local, bytes);
+  lifecycle::atomic_write(local, bytes);
   return true;
 }
 
-}  // namespace yolotrain::lifecycle
+}  // namespace yolotrain::remote

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

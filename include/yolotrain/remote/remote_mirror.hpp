@@ -7,17 +7,18 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
-#include "yolotrain/lifecycle/run_status.hpp"
-#include "yolotrain/lifecycle/s3_client.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
+#include "yolotrain/remote/s3_client.hpp"
 
-namespace yolotrain::lifecycle {
+namespace yolotrain::remote {
 
 /// Options of a RemoteMirror.
 struct RemoteMirrorOptions {
@@ -61,10 +62,10 @@ class RemoteMirror {
   /// left (later uploads still work: finish() may be called again).
   RemoteFinish finish(double timeout_s);
   /// How it stands now.
-  RemoteUploadStatus status() const;
+  lifecycle::RemoteUploadStatus status() const;
   /// Called (on the upload thread) after every change of status(); set_listener() returns once
   /// no call of the previous listener is running.
-  void set_listener(std::function<void(const RemoteUploadStatus&)> listener);
+  void set_listener(std::function<void(const lifecycle::RemoteUploadStatus&)> listener);
 
   /// The name (relative to root, '/'-separated) `file` has in the bucket under the prefix.
   std::string remote_name(const std::filesystem::path& file) const;
@@ -94,13 +95,18 @@ class RemoteMirror {
   std::chrono::steady_clock::time_point retry_at_{};
   double backoff_s_ = 0;
   bool finishing_ = false;  // finish() is waiting: retries at most a second apart
-  RemoteUploadStatus status_;
+  lifecycle::RemoteUploadStatus status_;
   std::mutex listener_mutex_;  // held while the listener runs; set_listener() waits for it
-  std::function<void(const RemoteUploadStatus&)> listener_;
+  std::function<void(const lifecycle::RemoteUploadStatus&)> listener_;
   std::atomic<bool> cancel_{false};
   bool shutdown_ = false;
   std::thread worker_;
 };
+
+/// From now on, every checkpoint `store` writes goes to `mirror` once it is on disk: a rotating
+/// one with upload_checkpoint(), a pinned one (best, epochN) with upload_file(). The store's
+/// lifecycle::CheckpointStore::on_written hook holds the mirror.
+void mirror_checkpoints(lifecycle::CheckpointStore& store, std::shared_ptr<RemoteMirror> mirror);
 
 /// A rotating checkpoint in the bucket.
 struct RemoteCheckpoint {
@@ -117,12 +123,12 @@ std::vector<RemoteCheckpoint> list_remote_checkpoints(const S3Client& client, co
 struct RemoteFetch {
   std::optional<std::filesystem::path> path;  ///< the local copy of the newest that verifies
   std::int64_t step = -1;
-  std::vector<SkippedCheckpoint> skipped;     ///< newer objects that failed verification (s3:// paths)
+  std::vector<lifecycle::SkippedCheckpoint> skipped;     ///< newer objects that failed verification (s3:// paths)
 };
 
 /// Downloads the newest rotating checkpoint of `series` newer than `after_step` that verifies
 /// (its SHA-256 checksums) and writes it atomically to `root/<series>-<step>.ytckpt`; a damaged
-/// newer one is skipped and reported, as CheckpointStore::load_latest() does locally.
+/// newer one is skipped and reported, as lifecycle::CheckpointStore::load_latest() does locally.
 RemoteFetch fetch_latest_checkpoint(const S3Client& client, const S3Location& location,
                                     const std::filesystem::path& root, const std::string& series,
                                     std::int64_t after_step = -1);
@@ -132,4 +138,4 @@ RemoteFetch fetch_latest_checkpoint(const S3Client& client, const S3Location& lo
 bool fetch_file(const S3Client& client, const S3Location& location, const std::filesystem::path& root,
                 const std::string& name);
 
-}  // namespace yolotrain::lifecycle
+}  // namespace yolotrain::remote

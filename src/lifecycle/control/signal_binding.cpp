@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 #include <pthread.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

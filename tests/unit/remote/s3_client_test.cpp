@@ -13,9 +13,8 @@
 #include <thread>
 
 #include "test_support.hpp"
-#include "yolotrain/lifecycle/s3_client.hpp"
+#include "yolotrain/remote/s3_client.hpp"
 
-namespace lc = yolotrain::lifecycle;
 namespace yt = yolotrain::test;
 
 namespace {
@@ -76,8 +75,8 @@ std::string answer(int status, const std::string& reason, const std::string& bod
 }
 
 // The S3 documentation's example account, bucket and region, sent to `server` instead.
-lc::S3Settings aws_example(int port) {
-  lc::S3Settings s;
+yolotrain::remote::S3Settings aws_example(int port) {
+  yolotrain::remote::S3Settings s;
   s.endpoint = "http://s3.amazonaws.com";
   s.region = "us-east-1";
   s.access_key_id = "AKIAIOSFODNN7EXAMPLE";
@@ -95,11 +94,11 @@ std::string signature_in(const std::string& request) {
 }  // namespace
 
 // https://docs.aws.amazon.com/AmazonS3/latest/API/sig-v4-header-based-auth.html, "Examples".
-TEST_CASE("requests are signed as AWS's Signature V4 examples say", "[lifecycle][s3]") {
+TEST_CASE("requests are signed as AWS's Signature V4 examples say", "[remote][s3]") {
   SECTION("GET Object with a Range header") {
     OneShotServer server(kOk);
-    lc::S3Client client(aws_example(server.port()), "examplebucket");
-    lc::S3Request r;
+    yolotrain::remote::S3Client client(aws_example(server.port()), "examplebucket");
+    yolotrain::remote::S3Request r;
     r.key = "test.txt";
     r.headers = {"Range: bytes=0-9", "x-amz-date: 20130524T000000Z"};
     CHECK(client.send(r).status == 200);
@@ -111,8 +110,8 @@ TEST_CASE("requests are signed as AWS's Signature V4 examples say", "[lifecycle]
   }
   SECTION("GET Bucket (list objects) with its query, given in another order") {
     OneShotServer server(kOk);
-    lc::S3Client client(aws_example(server.port()), "examplebucket");
-    lc::S3Request r;
+    yolotrain::remote::S3Client client(aws_example(server.port()), "examplebucket");
+    yolotrain::remote::S3Request r;
     r.query = {{"prefix", "J"}, {"max-keys", "2"}};  // sent sorted, as the canonical request has them
     r.headers = {"x-amz-date: 20130524T000000Z"};
     CHECK(client.send(r).status == 200);
@@ -122,8 +121,8 @@ TEST_CASE("requests are signed as AWS's Signature V4 examples say", "[lifecycle]
   }
   SECTION("PUT Object with a body, a Date and a storage class") {
     OneShotServer server(kOk);
-    lc::S3Client client(aws_example(server.port()), "examplebucket");
-    lc::S3Request r;
+    yolotrain::remote::S3Client client(aws_example(server.port()), "examplebucket");
+    yolotrain::remote::S3Request r;
     r.method = "PUT";
     r.key = "test$file.text";
     r.body = "Welcome to Amazon S3.";
@@ -140,11 +139,11 @@ TEST_CASE("requests are signed as AWS's Signature V4 examples say", "[lifecycle]
 }
 
 TEST_CASE("an upload carries Content-MD5 and the payload's SHA-256, and a session token is sent signed",
-          "[lifecycle][s3]") {
+          "[remote][s3]") {
   OneShotServer server(kOk);
-  lc::S3Settings settings = aws_example(server.port());
+  yolotrain::remote::S3Settings settings = aws_example(server.port());
   settings.session_token = "a-session-token";
-  lc::S3Client(settings, "examplebucket").put_object("run/weights/last.ytckpt", "Welcome to Amazon S3.");
+  yolotrain::remote::S3Client(settings, "examplebucket").put_object("run/weights/last.ytckpt", "Welcome to Amazon S3.");
   const std::string sent = server.request();
   CHECK_THAT(sent, Catch::Contains("Content-MD5: 1EfQ6PKJ8WoS/2AnznfCWA=="));  // base64 of the MD5
   CHECK_THAT(sent, Catch::Contains("x-amz-security-token: a-session-token"));
@@ -152,15 +151,15 @@ TEST_CASE("an upload carries Content-MD5 and the payload's SHA-256, and a sessio
                                    "x-amz-security-token,"));
 }
 
-TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "[lifecycle][s3]") {
+TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "[remote][s3]") {
   SECTION("503 SlowDown is transient") {
     OneShotServer server(answer(503, "Slow Down",
                                 "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"));
-    lc::S3Client client(aws_example(server.port()), "examplebucket");
+    yolotrain::remote::S3Client client(aws_example(server.port()), "examplebucket");
     try {
       client.put_object("a/b.csv", "x");
       FAIL("no error");
-    } catch (const lc::S3Error& e) {
+    } catch (const yolotrain::remote::S3Error& e) {
       CHECK(e.transient);
       CHECK(e.http_status == 503);
       CHECK(e.code == "SlowDown");
@@ -172,11 +171,11 @@ TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "
     OneShotServer server(answer(403, "Forbidden",
                                 "<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided "
                                 "does not exist in our records.</Message></Error>"));
-    lc::S3Client client(aws_example(server.port()), "examplebucket");
+    yolotrain::remote::S3Client client(aws_example(server.port()), "examplebucket");
     try {
       client.check_access("run/");
       FAIL("no error");
-    } catch (const lc::S3Error& e) {
+    } catch (const yolotrain::remote::S3Error& e) {
       CHECK_FALSE(e.transient);
       CHECK(e.code == "InvalidAccessKeyId");
       CHECK_THAT(e.what(), Catch::Contains("check the credentials from the test"));
@@ -184,12 +183,12 @@ TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "
     }
   }
   SECTION("no server is transient") {
-    lc::S3Settings s = aws_example(yt::free_port());
-    lc::S3Client client(s, "examplebucket");
+    yolotrain::remote::S3Settings s = aws_example(yt::free_port());
+    yolotrain::remote::S3Client client(s, "examplebucket");
     try {
       client.get_object("k");
       FAIL("no error");
-    } catch (const lc::S3Error& e) {
+    } catch (const yolotrain::remote::S3Error& e) {
       CHECK(e.transient);
       CHECK(e.http_status == 0);
       CHECK_THAT(e.what(), Catch::Contains("GET s3://examplebucket/k at http://s3.amazonaws.com: Couldn't connect"));
@@ -197,44 +196,44 @@ TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "
   }
 }
 
-TEST_CASE("s3:// URLs are parsed and bad ones named", "[lifecycle][s3]") {
-  const auto loc = lc::S3Location::parse("s3://my-bucket/runs/exp1/");
+TEST_CASE("s3:// URLs are parsed and bad ones named", "[remote][s3]") {
+  const auto loc = yolotrain::remote::S3Location::parse("s3://my-bucket/runs/exp1/");
   CHECK(loc.bucket == "my-bucket");
   CHECK(loc.prefix == "runs/exp1");
   CHECK(loc.key("weights/best.ytckpt") == "runs/exp1/weights/best.ytckpt");
   CHECK(loc.url() == "s3://my-bucket/runs/exp1");
-  CHECK(lc::S3Location::parse("s3://bucket").key("a") == "a");
-  CHECK_THROWS_WITH(lc::S3Location::parse("runs/exp"), Catch::Contains("not an s3:// URL"));
-  CHECK_THROWS_WITH(lc::S3Location::parse("s3://My_Bucket/x"), Catch::Contains("bucket name 'My_Bucket' is not valid"));
-  CHECK_THROWS_WITH(lc::S3Location::parse("s3://bucket//x"), Catch::Contains("empty path segment"));
+  CHECK(yolotrain::remote::S3Location::parse("s3://bucket").key("a") == "a");
+  CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("runs/exp"), Catch::Contains("not an s3:// URL"));
+  CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("s3://My_Bucket/x"), Catch::Contains("bucket name 'My_Bucket' is not valid"));
+  CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("s3://bucket//x"), Catch::Contains("empty path segment"));
 }
 
-TEST_CASE("S3 settings come from the AWS environment, else the shared files", "[lifecycle][s3]") {
+TEST_CASE("S3 settings come from the AWS environment, else the shared files", "[remote][s3]") {
   yt::TempDir tmp;
   SECTION("environment") {
     yt::ScopedEnv env({{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "SECRET"},
                        {"AWS_SESSION_TOKEN", "TOKEN"}, {"AWS_REGION", "eu-west-3"}, {"AWS_DEFAULT_REGION", "us-west-2"},
                        {"AWS_ENDPOINT_URL", ""}, {"AWS_ENDPOINT_URL_S3", ""}, {"AWS_S3_ADDRESSING_STYLE", ""},
                        {"AWS_CONFIG_FILE", (tmp / "none").string()}});
-    const auto s = lc::S3Settings::from_environment();
+    const auto s = yolotrain::remote::S3Settings::from_environment();
     CHECK(s.access_key_id == "AKID");
     CHECK(s.session_token == "TOKEN");
     CHECK(s.region == "eu-west-3");
     CHECK(s.endpoint == "https://s3.eu-west-3.amazonaws.com");
     CHECK_FALSE(s.path_style);
-    CHECK(lc::S3Client(s, "b").url("k/x") == "https://b.s3.eu-west-3.amazonaws.com/k/x");
+    CHECK(yolotrain::remote::S3Client(s, "b").url("k/x") == "https://b.s3.eu-west-3.amazonaws.com/k/x");
   }
   SECTION("an S3-compatible endpoint: path-style unless told virtual (Alibaba OSS)") {
     yt::ScopedEnv env({{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "SECRET"},
                        {"AWS_ENDPOINT_URL", "http://127.0.0.1:9000/"}, {"AWS_ENDPOINT_URL_S3", ""},
                        {"AWS_S3_ADDRESSING_STYLE", ""}});
-    auto s = lc::S3Settings::from_environment();
+    auto s = yolotrain::remote::S3Settings::from_environment();
     CHECK(s.path_style);
-    CHECK(lc::S3Client(s, "b").url("k") == "http://127.0.0.1:9000/b/k");
+    CHECK(yolotrain::remote::S3Client(s, "b").url("k") == "http://127.0.0.1:9000/b/k");
     yt::ScopedEnv oss({{"AWS_ENDPOINT_URL", "https://oss-cn-hangzhou.aliyuncs.com"},
                        {"AWS_S3_ADDRESSING_STYLE", "virtual"}});
-    s = lc::S3Settings::from_environment();
-    CHECK(lc::S3Client(s, "b").url("k") == "https://b.oss-cn-hangzhou.aliyuncs.com/k");
+    s = yolotrain::remote::S3Settings::from_environment();
+    CHECK(yolotrain::remote::S3Client(s, "b").url("k") == "https://b.oss-cn-hangzhou.aliyuncs.com/k");
   }
   SECTION("the shared credentials file and a profile") {
     std::ofstream(tmp / "credentials") << "[default]\naws_access_key_id = D\naws_secret_access_key = DS\n\n"
@@ -245,7 +244,7 @@ TEST_CASE("S3 settings come from the AWS environment, else the shared files", "[
                        {"AWS_ENDPOINT_URL_S3", ""}, {"AWS_PROFILE", "train"},
                        {"AWS_SHARED_CREDENTIALS_FILE", (tmp / "credentials").string()},
                        {"AWS_CONFIG_FILE", (tmp / "config").string()}});
-    const auto s = lc::S3Settings::from_environment();
+    const auto s = yolotrain::remote::S3Settings::from_environment();
     CHECK(s.access_key_id == "T");
     CHECK(s.secret_access_key == "TS");
     CHECK(s.region == "ap-south-1");
@@ -255,7 +254,7 @@ TEST_CASE("S3 settings come from the AWS environment, else the shared files", "[
     yt::ScopedEnv env({{"AWS_ACCESS_KEY_ID", ""}, {"AWS_SECRET_ACCESS_KEY", ""}, {"AWS_PROFILE", ""},
                        {"AWS_SHARED_CREDENTIALS_FILE", (tmp / "missing").string()},
                        {"AWS_CONFIG_FILE", (tmp / "missing").string()}});
-    CHECK_THROWS_WITH(lc::S3Settings::from_environment(),
+    CHECK_THROWS_WITH(yolotrain::remote::S3Settings::from_environment(),
                       Catch::Contains("no S3 credentials") && Catch::Contains("AWS_ACCESS_KEY_ID") &&
                           Catch::Contains((tmp / "missing").string()));
   }

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <map>
 
-#include "yolotrain/lifecycle/s3_client.hpp"
+#include "yolotrain/remote/s3_client.hpp"
 
-namespace yolotrain::lifecycle {
+namespace yolotrain::remote {
 namespace {
 
 std::string env(const char* name) {
@@ -51,7 +51,7 @@ std::string home_file(const char* override_var, const char* relative) {
 bool S3Location::is_url(const std::string& text) { return text.rfind("s3://", 0) == 0; }
 
 S3Location S3Location::parse(const std::string& url) {
-  if (!is_url(url)) throw Error("'" + url + "' is not an s3:// URL; give s3://BUCKET/PREFIX");
+  if (!is_url(url)) throw yolotrain::Error("'" + url + "' is not an s3:// URL; give s3://BUCKET/PREFIX");
   std::string rest = url.substr(5);
   const auto slash = rest.find('/');
   S3Location loc;
@@ -64,11 +64,11 @@ S3Location S3Location::parse(const std::string& url) {
             std::isalnum(static_cast<unsigned char>(b.back()));
   for (char c : b) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-');
   if (!ok) {
-    throw Error("'" + url + "': bucket name '" + b +
+    throw yolotrain::Error("'" + url + "': bucket name '" + b +
                 "' is not valid (3-63 characters of a-z, 0-9, '.', '-'; starting and ending with a letter or digit)");
   }
   if (loc.prefix.find("//") != std::string::npos || (!loc.prefix.empty() && loc.prefix.front() == '/')) {
-    throw Error("'" + url + "': the prefix has an empty path segment ('//')");
+    throw yolotrain::Error("'" + url + "': the prefix has an empty path segment ('//')");
   }
   return loc;
 }
@@ -97,7 +97,7 @@ S3Settings S3Settings::from_environment() {
     s.credentials_from = credentials_file + " [" + profile + "]";
   }
   if (s.access_key_id.empty() || s.secret_access_key.empty()) {
-    throw Error("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
+    throw yolotrain::Error("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
                 "temporary ones), or put aws_access_key_id / aws_secret_access_key under [" + profile + "] in " +
                 (credentials_file.empty() ? std::string("~/.aws/credentials") : credentials_file));
   }
@@ -112,7 +112,7 @@ S3Settings S3Settings::from_environment() {
   if (s.endpoint.empty()) s.endpoint = "https://s3." + s.region + ".amazonaws.com";
   while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
   if (s.endpoint.rfind("http://", 0) != 0 && s.endpoint.rfind("https://", 0) != 0) {
-    throw Error("S3 endpoint '" + s.endpoint + "' (AWS_ENDPOINT_URL) must start with http:// or https://");
+    throw yolotrain::Error("S3 endpoint '" + s.endpoint + "' (AWS_ENDPOINT_URL) must start with http:// or https://");
   }
 
   const std::string style = env("AWS_S3_ADDRESSING_STYLE");
@@ -123,9 +123,9 @@ S3Settings S3Settings::from_environment() {
   } else if (style.empty() || style == "auto") {
     s.path_style = s.endpoint.find(".amazonaws.com") == std::string::npos;
   } else {
-    throw Error("AWS_S3_ADDRESSING_STYLE=" + style + ": use auto, path or virtual");
+    throw yolotrain::Error("AWS_S3_ADDRESSING_STYLE=" + style + ": use auto, path or virtual");
   }
   return s;
 }
 
-}  // namespace yolotrain::lifecycle
+}  // namespace yolotrain::remote

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -11,9 +11,8 @@
 #include <unistd.h>
 
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/remote_mirror.hpp"
-#include "yolotrain/lifecycle/sha256.hpp"
-#include "yolotrain/lifecycle/signal_binding.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace yolotrain::lifecycle {
 namespace fs = std::filesystem;
@@ -279,18 +278,18 @@ fs::path CheckpointStore::write_rotating(Checkpoint checkpoint) {
     last_saved_ = {path, std::move(checkpoint.meta)};
   }
   rotate();
-  if (auto remote = remote_mirror()) remote->upload_checkpoint(path, step);
+  if (auto hook = written_hook()) hook(path, step);
   return path;
 }
 
-void CheckpointStore::set_remote(std::shared_ptr<RemoteMirror> remote) {
+void CheckpointStore::on_written(WrittenHook hook) {
   std::lock_guard<std::mutex> lock(mutex_);
-  remote_ = std::move(remote);
+  on_written_ = std::move(hook);
 }
 
-std::shared_ptr<RemoteMirror> CheckpointStore::remote_mirror() const {
+CheckpointStore::WrittenHook CheckpointStore::written_hook() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return remote_;
+  return on_written_;
 }
 
 fs::path CheckpointStore::save(const Checkpoint& checkpoint) {
@@ -304,7 +303,7 @@ fs::path CheckpointStore::save_pinned(const Checkpoint& checkpoint, const std::s
   named.meta.model = options_.model;
   const fs::path path = options_.dir / (name + kExtension);
   write(named, path);
-  if (auto remote = remote_mirror()) remote->upload_file(path);
+  if (auto hook = written_hook()) hook(path, -1);
   return path;
 }
 

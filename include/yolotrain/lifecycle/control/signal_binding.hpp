@@ -4,7 +4,7 @@
 #include <map>
 #include <vector>
 
-#include "yolotrain/lifecycle/control_token.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
 
 namespace yolotrain::lifecycle {
 

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
 #include <cstdio>
 #include <iostream>

@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "yolotrain/lifecycle/control_token.hpp"
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/lifecycle/control/control_token.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 
 namespace yolotrain::lifecycle {
 

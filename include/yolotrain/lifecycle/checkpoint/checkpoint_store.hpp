@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -13,12 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "yolotrain/lifecycle/atomic_file.hpp"
-#include "yolotrain/lifecycle/safetensors.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
+#include "yolotrain/lifecycle/files/safetensors.hpp"
 
 namespace yolotrain::lifecycle {
 
-class RemoteMirror;
 
 /// The checkpoint file format this build writes; it reads this one and older ones.
 constexpr int kCheckpointFormatVersion = 1;
@@ -89,9 +89,12 @@ class CheckpointStore {
   CheckpointStore(const CheckpointStore&) = delete;
   CheckpointStore& operator=(const CheckpointStore&) = delete;
 
-  /// From now on, every checkpoint written (rotating and pinned) is handed to `remote` for
-  /// upload to object storage once it is on disk (see RemoteMirror); nullptr: none.
-  void set_remote(std::shared_ptr<RemoteMirror> remote);
+  /// Called (on the thread that wrote it) with each file once it is complete on disk: a rotating
+  /// checkpoint with its step, a pinned one (save_pinned) with step -1. The remote mirror
+  /// (remote::mirror_checkpoints) listens here to upload them.
+  using WrittenHook = std::function<void(const std::filesystem::path& file, std::int64_t step)>;
+  /// From now on, every checkpoint written goes to `hook` too (empty: none).
+  void on_written(WrittenHook hook);
   /// Writes a rotating checkpoint now and returns its path.
   std::filesystem::path save(const Checkpoint& checkpoint);
   /// Writes "<name>.ytckpt" (e.g. "best"), outside the rotation.
@@ -134,7 +137,7 @@ class CheckpointStore {
   void rotate();
   void writer_loop();
   void rethrow_pending_error();
-  std::shared_ptr<RemoteMirror> remote_mirror() const;
+  WrittenHook written_hook() const;
   std::string model_mismatch(const CheckpointMeta& meta) const;
 
   CheckpointStoreOptions options_;
@@ -147,7 +150,7 @@ class CheckpointStore {
   std::exception_ptr pending_error_;
   std::optional<std::string> last_error_;
   std::optional<std::pair<std::filesystem::path, CheckpointMeta>> last_saved_;
-  std::shared_ptr<RemoteMirror> remote_;
+  WrittenHook on_written_;
   std::thread writer_;
 };
 

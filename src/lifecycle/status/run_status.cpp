@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/run_status.hpp"
+#include "yolotrain/lifecycle/status/run_status.hpp"
 
 #include <unistd.h>
 
@@ -6,8 +6,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "yolotrain/lifecycle/atomic_file.hpp"
-#include "yolotrain/lifecycle/cuda_guard.hpp"
+#include "yolotrain/lifecycle/files/atomic_file.hpp"
+#include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 #include "prometheus_text.hpp"
 
 namespace yolotrain::lifecycle {

@@ -2,7 +2,7 @@
 // by the tests), with a fault-injecting proxy in front of it for 5xx answers and slowness.
 #include <ATen/ATen.h>
 
-#include "yolotrain/lifecycle/remote_mirror.hpp"
+#include "yolotrain/remote/remote_mirror.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -27,8 +27,8 @@ lc::Checkpoint make_checkpoint(std::int64_t step) {
   return c;
 }
 
-lc::S3Settings settings_for(const std::string& endpoint, const yt::S3Server& server) {
-  lc::S3Settings s;
+yolotrain::remote::S3Settings settings_for(const std::string& endpoint, const yt::S3Server& server) {
+  yolotrain::remote::S3Settings s;
   s.endpoint = endpoint;
   s.path_style = true;
   s.access_key_id = server.access_key();
@@ -38,16 +38,16 @@ lc::S3Settings settings_for(const std::string& endpoint, const yt::S3Server& ser
   return s;
 }
 
-lc::RemoteMirrorOptions quick_retries() {
-  lc::RemoteMirrorOptions o;
+yolotrain::remote::RemoteMirrorOptions quick_retries() {
+  yolotrain::remote::RemoteMirrorOptions o;
   o.backoff_initial_s = 0.05;
   o.backoff_max_s = 0.5;
   return o;
 }
 
-std::vector<std::int64_t> steps_in(const lc::S3Client& client, const lc::S3Location& where) {
+std::vector<std::int64_t> steps_in(const yolotrain::remote::S3Client& client, const yolotrain::remote::S3Location& where) {
   std::vector<std::int64_t> out;
-  for (const auto& c : lc::list_remote_checkpoints(client, where, "weights/last")) out.push_back(c.step);
+  for (const auto& c : yolotrain::remote::list_remote_checkpoints(client, where, "weights/last")) out.push_back(c.step);
   return out;
 }
 
@@ -60,21 +60,21 @@ std::vector<std::int64_t> steps_in(const lc::S3Client& client, const lc::S3Locat
 }  // namespace
 
 TEST_CASE("a checkpoint store mirrored to S3: every checkpoint uploaded, keep_last applied in the bucket",
-          "[lifecycle][s3]") {
+          "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::TempDir tmp;
-  const lc::S3Location where = lc::S3Location::parse("s3://runs/exp1");
-  lc::S3Client client(settings_for(server.endpoint(), server), "runs");
-  auto mirror = std::make_shared<lc::RemoteMirror>(client, where, tmp.path());
+  const yolotrain::remote::S3Location where = yolotrain::remote::S3Location::parse("s3://runs/exp1");
+  yolotrain::remote::S3Client client(settings_for(server.endpoint(), server), "runs");
+  auto mirror = std::make_shared<yolotrain::remote::RemoteMirror>(client, where, tmp.path());
   lc::CheckpointStore store({tmp / "weights", 2, "", "last", {}});
-  store.set_remote(mirror);
+  yolotrain::remote::mirror_checkpoints(store, mirror);
   for (int step = 1; step <= 4; ++step) {
     store.save(make_checkpoint(step));
     REQUIRE(mirror->finish(30).complete);  // each confirmed before the next: rotation sees them all
   }
   const fs::path best = store.save_pinned(make_checkpoint(3), "best");
-  const lc::RemoteFinish done = mirror->finish(30);
+  const yolotrain::remote::RemoteFinish done = mirror->finish(30);
   CHECK(done.complete);
   CHECK(done.last_uploaded_step == 4);
   CHECK(steps_in(client, where) == std::vector<std::int64_t>{4, 3});
@@ -87,14 +87,14 @@ TEST_CASE("a checkpoint store mirrored to S3: every checkpoint uploaded, keep_la
   CHECK(status.url == "s3://runs/exp1");
 }
 
-TEST_CASE("a newer checkpoint supersedes one still waiting for upload", "[lifecycle][s3]") {
+TEST_CASE("a newer checkpoint supersedes one still waiting for upload", "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::FaultProxy proxy(server);
   yt::TempDir tmp;
-  const lc::S3Location where = lc::S3Location::parse("s3://runs/p");
-  lc::S3Client client(settings_for(proxy.endpoint(), server), "runs");
-  lc::RemoteMirror mirror(client, where, tmp.path(), quick_retries());
+  const yolotrain::remote::S3Location where = yolotrain::remote::S3Location::parse("s3://runs/p");
+  yolotrain::remote::S3Client client(settings_for(proxy.endpoint(), server), "runs");
+  yolotrain::remote::RemoteMirror mirror(client, where, tmp.path(), quick_retries());
   lc::CheckpointStore store({tmp / "weights", 10, "", "last", {}});
   proxy.set_delay_ms(700);
   mirror.upload_checkpoint(store.save(make_checkpoint(1)), 1);
@@ -106,14 +106,14 @@ TEST_CASE("a newer checkpoint supersedes one still waiting for upload", "[lifecy
   CHECK(steps_in(client, where) == std::vector<std::int64_t>{5, 1});
 }
 
-TEST_CASE("5xx answers are retried with backoff until the upload is confirmed", "[lifecycle][s3]") {
+TEST_CASE("5xx answers are retried with backoff until the upload is confirmed", "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::FaultProxy proxy(server);
   yt::TempDir tmp;
   std::ofstream(tmp / "results.csv") << "epoch,train/box_loss\n1,1.5\n";
-  lc::S3Client client(settings_for(proxy.endpoint(), server), "runs");
-  lc::RemoteMirror mirror(client, lc::S3Location::parse("s3://runs/p"), tmp.path(), quick_retries());
+  yolotrain::remote::S3Client client(settings_for(proxy.endpoint(), server), "runs");
+  yolotrain::remote::RemoteMirror mirror(client, yolotrain::remote::S3Location::parse("s3://runs/p"), tmp.path(), quick_retries());
   std::vector<lc::RemoteUploadStatus> seen;
   std::mutex seen_mutex;
   mirror.set_listener([&](const lc::RemoteUploadStatus& s) {
@@ -122,7 +122,7 @@ TEST_CASE("5xx answers are retried with backoff until the upload is confirmed", 
   });
   proxy.set_5xx(3);
   mirror.upload_file(tmp / "results.csv");
-  const lc::RemoteFinish done = mirror.finish(30);
+  const yolotrain::remote::RemoteFinish done = mirror.finish(30);
   CHECK(done.complete);
   CHECK(mirror.status().retries == 3);
   CHECK(client.get_object("p/results.csv") == yt::slurp(tmp / "results.csv"));
@@ -133,19 +133,19 @@ TEST_CASE("5xx answers are retried with backoff until the upload is confirmed", 
 }
 
 TEST_CASE("with the server gone the upload waits and retries, restarted it catches up, and finish() is bounded",
-          "[lifecycle][s3]") {
+          "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::TempDir tmp;
-  const lc::S3Location where = lc::S3Location::parse("s3://runs/p");
-  lc::S3Client client(settings_for(server.endpoint(), server), "runs");
-  lc::RemoteMirror mirror(client, where, tmp.path(), quick_retries());
+  const yolotrain::remote::S3Location where = yolotrain::remote::S3Location::parse("s3://runs/p");
+  yolotrain::remote::S3Client client(settings_for(server.endpoint(), server), "runs");
+  yolotrain::remote::RemoteMirror mirror(client, where, tmp.path(), quick_retries());
   lc::CheckpointStore store({tmp / "weights", 2, "", "last", {}});
   server.kill();
   const fs::path first = store.save(make_checkpoint(7));
   mirror.upload_checkpoint(first, 7);
   const auto t0 = std::chrono::steady_clock::now();
-  const lc::RemoteFinish timed_out = mirror.finish(1.5);
+  const yolotrain::remote::RemoteFinish timed_out = mirror.finish(1.5);
   CHECK(std::chrono::steady_clock::now() - t0 < 6s);
   CHECK_FALSE(timed_out.complete);
   CHECK(timed_out.not_uploaded == std::vector<std::string>{"weights/last-000000000007.ytckpt"});
@@ -160,7 +160,7 @@ TEST_CASE("with the server gone the upload waits and retries, restarted it catch
   CHECK(steps_in(client, where) == std::vector<std::int64_t>{8});
 }
 
-TEST_CASE("a very slow server: finish() returns after its timeout and cancels the transfer", "[lifecycle][s3]") {
+TEST_CASE("a very slow server: finish() returns after its timeout and cancels the transfer", "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::FaultProxy proxy(server);
@@ -168,28 +168,28 @@ TEST_CASE("a very slow server: finish() returns after its timeout and cancels th
   lc::CheckpointStore store({tmp / "weights", 2, "", "last", {}});
   const auto t0 = std::chrono::steady_clock::now();
   {
-    lc::RemoteMirror mirror(lc::S3Client(settings_for(proxy.endpoint(), server), "runs"),
-                            lc::S3Location::parse("s3://runs/p"), tmp.path());
+    yolotrain::remote::RemoteMirror mirror(yolotrain::remote::S3Client(settings_for(proxy.endpoint(), server), "runs"),
+                            yolotrain::remote::S3Location::parse("s3://runs/p"), tmp.path());
     proxy.set_delay_ms(20000);
     mirror.upload_checkpoint(store.save(make_checkpoint(1)), 1);
-    const lc::RemoteFinish f = mirror.finish(1);
+    const yolotrain::remote::RemoteFinish f = mirror.finish(1);
     CHECK_FALSE(f.complete);
     CHECK(f.waited_s >= 0.9);
   }  // the destructor does not wait for the slow server either
   CHECK(std::chrono::steady_clock::now() - t0 < 8s);
 }
 
-TEST_CASE("a damaged checkpoint is never uploaded and a damaged remote one is skipped on download", "[lifecycle][s3]") {
+TEST_CASE("a damaged checkpoint is never uploaded and a damaged remote one is skipped on download", "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::TempDir tmp;
-  const lc::S3Location where = lc::S3Location::parse("s3://runs/p");
-  lc::S3Client client(settings_for(server.endpoint(), server), "runs");
+  const yolotrain::remote::S3Location where = yolotrain::remote::S3Location::parse("s3://runs/p");
+  yolotrain::remote::S3Client client(settings_for(server.endpoint(), server), "runs");
   lc::CheckpointStore store({tmp / "weights", 5, "", "last", {}});
   const fs::path good = store.save(make_checkpoint(3));
   const fs::path newer = store.save(make_checkpoint(4));
   {
-    lc::RemoteMirror mirror(client, where, tmp.path());
+    yolotrain::remote::RemoteMirror mirror(client, where, tmp.path());
     std::string bytes = yt::slurp(newer);
     bytes[bytes.size() - 10] ^= 0x40;
     std::ofstream(tmp / "weights" / "best.ytckpt", std::ios::binary) << bytes;
@@ -203,7 +203,7 @@ TEST_CASE("a damaged checkpoint is never uploaded and a damaged remote one is sk
     client.put_object("p/weights/last-000000000004.ytckpt", bytes);
   }
   yt::TempDir elsewhere;
-  const lc::RemoteFetch fetched = lc::fetch_latest_checkpoint(client, where, elsewhere.path(), "weights/last");
+  const yolotrain::remote::RemoteFetch fetched = yolotrain::remote::fetch_latest_checkpoint(client, where, elsewhere.path(), "weights/last");
   REQUIRE(fetched.path);
   CHECK(fetched.step == 3);
   CHECK(*fetched.path == elsewhere / "weights" / "last-000000000003.ytckpt");
@@ -211,14 +211,14 @@ TEST_CASE("a damaged checkpoint is never uploaded and a damaged remote one is sk
   REQUIRE(fetched.skipped.size() == 1);
   CHECK(fetched.skipped[0].path == "s3://runs/p/weights/last-000000000004.ytckpt");
   CHECK_THAT(fetched.skipped[0].reason, Catch::Contains("checksum mismatch"));
-  CHECK_FALSE(lc::fetch_latest_checkpoint(client, where, elsewhere.path(), "weights/last", 3).path);
-  CHECK_FALSE(lc::fetch_file(client, where, elsewhere.path(), "weights/best.ytckpt"));
+  CHECK_FALSE(yolotrain::remote::fetch_latest_checkpoint(client, where, elsewhere.path(), "weights/last", 3).path);
+  CHECK_FALSE(yolotrain::remote::fetch_file(client, where, elsewhere.path(), "weights/best.ytckpt"));
 }
 
-TEST_CASE("listings page through continuation tokens", "[lifecycle][s3]") {
+TEST_CASE("listings page through continuation tokens", "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
-  lc::S3Client client(settings_for(server.endpoint(), server), "runs");
+  yolotrain::remote::S3Client client(settings_for(server.endpoint(), server), "runs");
   for (int i = 0; i < 5; ++i) client.put_object("p/o" + std::to_string(i), std::string(10, char('a' + i)));
   client.put_object("q/other", "x");
   const auto all = client.list_objects("p/", 2);
@@ -234,14 +234,14 @@ TEST_CASE("listings page through continuation tokens", "[lifecycle][s3]") {
 
 TEST_CASE("an object larger than a part goes up in parts: whole for another client, a failed part sent again alone, "
           "a failed upload leaving no object",
-          "[lifecycle][s3]") {
+          "[remote][s3]") {
   REQUIRE_S3_SERVER();
   yt::S3Server server("runs");
   yt::FaultProxy proxy(server);
   yt::TempDir tmp;
-  lc::S3Settings settings = settings_for(proxy.endpoint(), server);
+  yolotrain::remote::S3Settings settings = settings_for(proxy.endpoint(), server);
   settings.multipart_part_size = std::size_t{5} << 20;  // S3's smallest part
-  lc::S3Client client(settings, "runs");
+  yolotrain::remote::S3Client client(settings, "runs");
   std::string data((std::size_t{12} << 20) + 123, '\0');  // 3 parts: 5 MiB, 5 MiB, 2 MiB + 123 bytes
   std::uint32_t x = 12345;
   for (auto& c : data) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
@@ -271,12 +271,12 @@ TEST_CASE("an object larger than a part goes up in parts: whole for another clie
   try {
     client.put_object("big/three.bin", data);
     FAIL("the upload should have failed");
-  } catch (const lc::S3Error& e) {
+  } catch (const yolotrain::remote::S3Error& e) {
     CHECK(e.transient);
     CHECK_THAT(e.what(), Catch::Contains("part 1 of 3") && Catch::Contains("s3://runs/big/three.bin"));
   }
   CHECK(proxy.stat("DELETE") == 1);  // the abort
   CHECK(proxy.stat("POST") == 1);    // created, never completed
-  CHECK_THROWS_AS(client.get_object("big/three.bin"), lc::S3Error);
+  CHECK_THROWS_AS(client.get_object("big/three.bin"), yolotrain::remote::S3Error);
   CHECK(client.list_objects("big/").size() == 2);
 }

@@ -1,4 +1,4 @@
-#include "yolotrain/lifecycle/folder_lock.hpp"
+#include "yolotrain/lifecycle/files/folder_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
