@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   if (p.input_h != 64 || p.input_w != 64 || p.orig_h != 48) return fail("the predictor letterboxed wrongly");
   yolotrain::exporter::OnnxExportOptions onnx;
   onnx.imgsz_h = onnx.imgsz_w = 64;
-  const auto exported = yolotrain::exporter::export_onnx(weights, std::filesystem::path(argv[1]) / "yolov8n.onnx", onnx);
+  const auto exported =
+      yolotrain::exporter::export_onnx(weights, std::filesystem::path(argv[1]) / "yolov8n.onnx", onnx);
   if (exported.bytes < 12'000'000) return fail("the ONNX export is smaller than yolov8n's weights");
   const auto kept = yolotrain::metrics::non_max_suppression(at::zeros({1, 84, 10}));
   if (kept.size() != 1 || kept[0].size(0) != 0) return fail("NMS of nothing kept something");

@@ -38,7 +38,8 @@ double to_double(const std::string& key, const std::string& v, double min, doubl
   char* end = nullptr;
   const double out = std::strtod(v.c_str(), &end);
   if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(out)) bad(key, v, "expected a number");
-  if (out < min || out > max) bad(key, v, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
+  if (out < min || out > max)
+    bad(key, v, "expected a number from " + std::to_string(min) + " to " + std::to_string(max));
   return out;
 }
 

@@ -41,7 +41,8 @@ AutoBatchChoice fallback(std::vector<std::string> lines, const std::string& reas
 }  // namespace
 
 AutoBatchChoice choose_batch(const DeviceMemory& memory, const std::vector<std::int64_t>& sizes,
-                             const std::vector<std::optional<double>>& gb, double fraction, std::int64_t default_batch) {
+                             const std::vector<std::optional<double>>& gb, double fraction,
+                             std::int64_t default_batch) {
   AutoBatchChoice c;
   c.sizes = sizes;
   c.gb = gb;

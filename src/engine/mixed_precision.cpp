@@ -13,7 +13,9 @@ namespace {
 bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
 void set_autocast_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on); }
 at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
-void set_autocast_dtype(bool cuda, at::ScalarType t) { at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t); }
+void set_autocast_dtype(bool cuda, at::ScalarType t) {
+  at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t);
+}
 #else
 bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
 void set_autocast_enabled(bool cuda, bool on) {

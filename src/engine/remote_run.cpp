@@ -62,7 +62,8 @@ void RemoteRun::refuse_existing_run() const {
 fs::path RemoteRun::fetch_newer(std::int64_t local_step) {
   const auto& client = mirror_->client();
   const auto& location = mirror_->location();
-  const yolotrain::remote::RemoteFetch fetched = yolotrain::remote::fetch_latest_checkpoint(client, location, run_dir_, kSeries, local_step);
+  const yolotrain::remote::RemoteFetch fetched =
+      yolotrain::remote::fetch_latest_checkpoint(client, location, run_dir_, kSeries, local_step);
   for (const auto& s : fetched.skipped) {
     say_("resume: skipping " + s.path.string() + " (" + s.reason + "); trying the previous one");
   }

@@ -42,7 +42,8 @@ int intra_op_threads(std::int64_t threads, int ranks_on_machine) {
 namespace {
 
 bool all_digits(const std::string& text) {
-  return !text.empty() && text.size() < 4 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !text.empty() && text.size() < 4 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -64,7 +65,8 @@ c10::Device run_device(const std::string& device, int local_rank) {
   }
   if (!lifecycle::cuda_usable()) {
     throw ConfigError("device=" + device + ": no CUDA device is usable here" +
-                      (lifecycle::built_with_cuda() ? "" : " (this build's libtorch has no CUDA)") + "; use device=cpu");
+                      (lifecycle::built_with_cuda() ? "" : " (this build's libtorch has no CUDA)") +
+                      "; use device=cpu");
   }
   const int count = static_cast<int>(torch::cuda::device_count());
   if (index >= count) {

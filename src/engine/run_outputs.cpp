@@ -114,7 +114,8 @@ RunOutputs open_run_outputs(bool leader, const std::filesystem::path& run_dir, c
   return out;
 }
 
-TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig& cfg, const TrainerCallbacks& program) {
+TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig& cfg,
+                                  const TrainerCallbacks& program) {
   CallbackList<const TrainerProgress&> epoch_start, batch_end;
   if (cfg.verbose) {
     epoch_start.add([log = &log](const TrainerProgress&) { log->say(progress_header()); });

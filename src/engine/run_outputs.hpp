@@ -49,8 +49,8 @@ struct RunOutputs {
   std::unique_ptr<TensorBoardLogger> tensorboard;  ///< rank 0 with tensorboard=true; else null
 };
 
-/// The outputs of a run at `step` (args.yaml written now, from `cfg`) (of `epochs_done` epochs; a resumed run continues its
-/// TensorBoard stream there), whose results.csv so far is `results_text`.
+/// The outputs of a run at `step`, `epochs_done` epochs in (a resumed run's TensorBoard stream continues there),
+/// whose results.csv so far is `results_text`; rank 0's args.yaml is written now, from `cfg`.
 RunOutputs open_run_outputs(bool leader, const std::filesystem::path& run_dir, const TrainConfig& cfg,
                             std::int64_t step, std::int64_t epochs_done, std::string results_text);
 

@@ -3,7 +3,6 @@
 #include "run_plan.hpp"
 
 #include "run_folder.hpp"
-#include "train_state.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/remote/s3_client.hpp"
 

@@ -44,8 +44,8 @@ const std::vector<Spec>& specs() {
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
       {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},
-      {"batch", &C::batch, "images per batch; -1: AutoBatch (60% of the GPU's memory); 0.xx: AutoBatch at that fraction",
-       1, 1e5},
+      {"batch", &C::batch,
+       "images per batch; -1: AutoBatch (60% of the GPU's memory); 0.xx: AutoBatch at that fraction", 1, 1e5},
       {"imgsz", &C::imgsz, "training image size (rounded up to a multiple of the model's max stride, 32)", 32, 8192},
       {"save", &C::save, "save checkpoints and results"},
       {"save_period", &C::save_period, "save epoch<N>.pt every N epochs; -1: off", -1, 1e6},
@@ -63,18 +63,26 @@ const std::vector<Spec>& specs() {
       {"rect", &C::rect, "rectangular training batches"},
       {"cos_lr", &C::cos_lr, "cosine learning-rate schedule"},
       {"close_mosaic", &C::close_mosaic, "last epochs trained without mosaic", 0, 1e6},
-      {"resume", &C::resume, "false | true (newest checkpoint of the run folder, or of remote=) | a checkpoint path | s3://BUCKET/PREFIX"},
-      {"amp", &C::amp, "true: fp16 autocast + gradient scaler on CUDA (off on the CPU, as Ultralytics) | false | bf16: bfloat16 autocast (CPU or CUDA)",
-       -kInf, kInf, {"true", "false", "bf16"}},
+      {"resume", &C::resume,
+       "false | true (newest checkpoint of the run folder, or of remote=) | a checkpoint path | s3://BUCKET/PREFIX"},
+      {"amp",
+       &C::amp,
+       "true: fp16 autocast + gradient scaler on CUDA (off on the CPU, as Ultralytics) | false | bf16: bfloat16 "
+       "autocast (CPU or CUDA)",
+       -kInf,
+       kInf,
+       {"true", "false", "bf16"}},
       {"fraction", &C::fraction, "fraction of the training set to use", 1e-9, 1},
       {"freeze", &C::freeze, "'' | N (freeze the first N layers) | layer indices 0,1,2"},
       {"multi_scale", &C::multi_scale, "vary imgsz by +-50% per batch"},
       {"val", &C::val, "validate each epoch"},
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
-      {"plots", &C::plots, "write results.png, train_batch0-2.jpg and the final validation's pictures, curves and confusion_matrix.csv"},
-      {"tensorboard", &C::tensorboard, "write TensorBoard events (events.out.tfevents.<time>.<host>) in the run folder: "
-                                       "epoch metrics, per-step losses and lr, the run's pictures"},
+      {"plots", &C::plots,
+       "write results.png, train_batch0-2.jpg and the final validation's pictures, curves and confusion_matrix.csv"},
+      {"tensorboard", &C::tensorboard,
+       "write TensorBoard events (events.out.tfevents.<time>.<host>) in the run folder: "
+       "epoch metrics, per-step losses and lr, the run's pictures"},
       {"verbose", &C::verbose, "print a progress line per batch and the per-class table at the end"},
       {"lr0", &C::lr0, "initial learning rate", 1e-12, 10},
       {"lrf", &C::lrf, "final learning rate as a fraction of lr0", 0, 1},
@@ -102,13 +110,18 @@ const std::vector<Spec>& specs() {
       {"copy_paste", &C::copy_paste, "copy-paste probability (segmentation only; kept for compatibility)", 0, 1},
       {"save_interval", &C::save_interval, "seconds between time-based checkpoints; 0: off", 0, 1e9},
       {"keep_last", &C::keep_last, "rotating checkpoints kept", 1, 1e6},
-      {"pause_release", &C::pause_release, "on pause: cache (empty the CUDA cache) | offload (to host) | exit (75)",
-       -kInf, kInf, {"cache", "offload", "exit"}},
+      {"pause_release",
+       &C::pause_release,
+       "on pause: cache (empty the CUDA cache) | offload (to host) | exit (75)",
+       -kInf,
+       kInf,
+       {"cache", "offload", "exit"}},
       {"status_interval", &C::status_interval, "seconds between status.json progress writes", 0.01, 1e6},
       {"metrics_file", &C::metrics_file, "Prometheus textfile to keep up to date; '': off"},
-      {"remote", &C::remote, "'' | s3://BUCKET/PREFIX: upload checkpoints, results.csv, args.yaml, status.json there "
-                             "(credentials and endpoint from AWS_* variables); resume=true then resumes from it; off: "
-                             "a resumed run stops mirroring"},
+      {"remote", &C::remote,
+       "'' | s3://BUCKET/PREFIX: upload checkpoints, results.csv, args.yaml, status.json there "
+       "(credentials and endpoint from AWS_* variables); resume=true then resumes from it; off: "
+       "a resumed run stops mirroring"},
       {"remote_timeout", &C::remote_timeout, "seconds a stop waits for the final upload to the remote", 0, 1e6},
       {"deadline", &C::deadline, "stop with a checkpoint and exit 75 at: 90m, 2h30m, 3600s, HH:MM or YYYY-MM-DDTHH:MM"},
       {"threads", &C::threads, "intra-op threads; 0: one per core (per rank: cores / ranks on the machine)", 0, 1024},
@@ -181,7 +194,8 @@ std::string parse_string(const Spec& spec, const std::string& v) {
   if (spec.choices.empty()) return v;
   const std::string l = lower(v);
   for (const auto& c : spec.choices) {
-    if (l == c) return key == "optimizer" ? (l == "sgd" ? "SGD" : l == "adam" ? "Adam" : l == "adamw" ? "AdamW" : l) : l;
+    if (l == c)
+      return key == "optimizer" ? (l == "sgd" ? "SGD" : l == "adam" ? "Adam" : l == "adamw" ? "AdamW" : l) : l;
   }
   std::string allowed;
   for (const auto& c : spec.choices) allowed += (allowed.empty() ? "" : ", ") + c;
@@ -364,7 +378,8 @@ std::string TrainConfig::to_yaml() const {
 }
 
 void TrainConfig::validate() const {
-  if (save_period == 0) throw ConfigError("argument 'save_period': 0 is not valid; -1 (off) or a number of epochs >= 1");
+  if (save_period == 0)
+    throw ConfigError("argument 'save_period': 0 is not valid; -1 (off) or a number of epochs >= 1");
   signal_mapping();
   deadline_at(std::chrono::system_clock::now());
 }
@@ -404,9 +419,11 @@ lifecycle::SignalMapping TrainConfig::signal_mapping() const {
   for (const auto& [key, action] : groups) {
     for (const auto& name : split_list(get(key))) {
       const int signo = signal_number(key, name);
-      if (signo == SIGKILL || signo == SIGSTOP) throw ConfigError("argument '" + key + "': " + name + " cannot be caught");
+      if (signo == SIGKILL || signo == SIGSTOP)
+        throw ConfigError("argument '" + key + "': " + name + " cannot be caught");
       if (!mapping.emplace(signo, action).second) {
-        throw ConfigError("argument '" + key + "': " + name + " is already given another meaning by another signal_ argument");
+        throw ConfigError("argument '" + key + "': " + name +
+                          " is already given another meaning by another signal_ argument");
       }
     }
   }
@@ -430,7 +447,8 @@ std::optional<std::chrono::system_clock::time_point> TrainConfig::deadline_at(
       const char unit = (*it)[2].str()[0];
       seconds += v * (unit == 'h' ? 3600 : unit == 'm' ? 60 : 1);
     }
-    return now + std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds));
+    return now +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds));
   }
   std::tm tm{};
   const std::time_t now_t = std::chrono::system_clock::to_time_t(now);

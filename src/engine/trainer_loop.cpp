@@ -44,7 +44,8 @@ lc::PauseEnd Trainer::Run::pause() {
   steps.say = [&](const std::string& line) { say(line); };
   steps.set_state = [&](lc::RunState s) { set_state(s); };
   if (cb.on_pause) cb.on_pause(progress());
-  const lc::PauseEnd end = lc::pause_run(token, *outputs.status, lc::parse_pause_release(cfg.pause_release), step(), steps);
+  const lc::PauseEnd end =
+      lc::pause_run(token, *outputs.status, lc::parse_pause_release(cfg.pause_release), step(), steps);
   if (end == lc::PauseEnd::Resumed && cb.on_resume) cb.on_resume(progress());
   if (end == lc::PauseEnd::Exit) {
     result.outcome = RunOutcome::Paused;
@@ -54,7 +55,8 @@ lc::PauseEnd Trainer::Run::pause() {
 }
 
 bool Trainer::Run::poll() {
-  if (clock.deadline && std::chrono::system_clock::now() >= *clock.deadline) token.request_stop(lc::StopReason::Deadline);
+  if (clock.deadline && std::chrono::system_clock::now() >= *clock.deadline)
+    token.request_stop(lc::StopReason::Deadline);
   const double since_save = std::chrono::duration<double>(Clock::now() - clock.last_save).count();
   const bool save_due = cfg.save_interval > 0 && since_save >= cfg.save_interval;
   if (save_due && ranks.active() && ranks.leader()) token.request_checkpoint();  // agreed below, like SIGHUP
@@ -240,7 +242,8 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   if (cfg.save && ranks.leader()) {
     checkpoint(true, done, /*force=*/true);
     if (improved) store->save_pinned(snapshot(done), "best");
-    if (cfg.save_period > 0 && state.epoch % cfg.save_period == 0) store->save_pinned(snapshot(done), "epoch" + std::to_string(state.epoch));
+    if (cfg.save_period > 0 && state.epoch % cfg.save_period == 0)
+      store->save_pinned(snapshot(done), "epoch" + std::to_string(state.epoch));
   }
   if (plan.remote) plan.remote->upload_run_files();
   if (cb.on_epoch_end) cb.on_epoch_end(m);
@@ -288,8 +291,8 @@ void Trainer::Run::start() {
     std::vector<at::Tensor> weights;
     for (const auto& [name, t] : nn::state_dict(*model)) weights.push_back(t);
     ranks.broadcast_tensors(weights);
-    say("DDP: " + std::to_string(ranks.world_size()) + " ranks, batch " + std::to_string(cfg.batch / ranks.world_size()) +
-        " per rank");
+    say("DDP: " + std::to_string(ranks.world_size()) + " ranks, batch " +
+        std::to_string(cfg.batch / ranks.world_size()) + " per rank");
   }
   if (plan.remote) plan.remote->upload_run_files();
   clock.deadline = cfg.deadline_at(std::chrono::system_clock::now());

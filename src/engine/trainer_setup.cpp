@@ -143,8 +143,9 @@ void Trainer::Run::build() {
 // validates the whole set).
 void Trainer::Run::build_loaders() {
   if (cfg.batch % ranks.world_size() != 0) {
-    throw ConfigError("batch=" + std::to_string(cfg.batch) + " is the total over " + std::to_string(ranks.world_size()) +
-                      " ranks and must divide evenly; use a multiple of " + std::to_string(ranks.world_size()));
+    throw ConfigError("batch=" + std::to_string(cfg.batch) + " is the total over " +
+                      std::to_string(ranks.world_size()) + " ranks and must divide evenly; use a multiple of " +
+                      std::to_string(ranks.world_size()));
   }
   data::LoaderOptions train_opts;
   train_opts.batch = static_cast<int>(cfg.batch / ranks.world_size());  // per rank, as Ultralytics divides it

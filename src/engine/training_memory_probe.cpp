@@ -34,7 +34,8 @@ std::optional<double> TrainingMemoryProbe::measure(std::int64_t batch) {
   try {
     auto copy = std::dynamic_pointer_cast<nn::DetectionModelImpl>(model_->clone(device_));
     copy->train();
-    const at::Tensor x = at::empty({batch, copy->options.ch(), imgsz_, imgsz_}, at::TensorOptions(device_)).requires_grad_();
+    const at::Tensor x =
+        at::empty({batch, copy->options.ch(), imgsz_, imgsz_}, at::TensorOptions(device_)).requires_grad_();
     at::Tensor total;
     {
       AutocastScope autocast(amp_, device_);

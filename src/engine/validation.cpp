@@ -97,7 +97,8 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     ++batches;
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->decode(feats), nms);
     for (auto& p : preds) p = p.to(torch::kCPU);
-    if (pass.plots && b->index < 3) plots::plot_validation_batch(*pass.plots, *b, preds, pass.net->names(), pass.plot_dir, pass.max_det);
+    if (pass.plots && b->index < 3)
+      plots::plot_validation_batch(*pass.plots, *b, preds, pass.net->names(), pass.plot_dir, pass.max_det);
     validator.update(preds, b->batch_idx, b->cls, b->bboxes, {b->img.size(2), b->img.size(3)}, image_infos(*b));
   }
   if (was_training) pass.net->train();
@@ -187,7 +188,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   const io::ModelWeights weights = load_val_weights(cfg);
   torch::set_num_threads(intra_op_threads(cfg.threads));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
-  if (!fs::is_regular_file(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
+  if (!fs::is_regular_file(yaml))
+    throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   const std::int64_t nc = weights.nc;
@@ -224,7 +226,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
     folder_warning = "folder " + (fs::path(cfg.project) / cfg.name).string() + " not made: " + e.what();
   }
   if (!save_dir.empty()) writer = std::make_unique<plots::PlotWriter>();
-  ValidationPass pass{net, &loader, &criterion, device, format, cfg.iou, cfg.max_det, cfg.single_cls, token, writer.get(), save_dir};
+  ValidationPass pass{net,         &loader,        &criterion, device,       format,  cfg.iou,
+                      cfg.max_det, cfg.single_cls, token,      writer.get(), save_dir};
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
   if (!folder_warning.empty()) report->plot_warnings.push_back(folder_warning);

@@ -36,6 +36,7 @@ std::optional<ValidationReport> run_validation(ValidationPass pass);
 /// Queues what Ultralytics' validator draws after a pass into `dir`: confusion_matrix.png,
 /// confusion_matrix_normalized.png (and the counts as confusion_matrix.csv), PR_curve.png,
 /// F1_curve.png, P_curve.png, R_curve.png.
-void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& report, const std::filesystem::path& dir);
+void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& report,
+                             const std::filesystem::path& dir);
 
 }  // namespace yolotrain::engine

@@ -157,15 +157,18 @@ void RemoteMirror::worker_loop() {
       });
       if (retry && !superseded) {
         ++status_.retries;
-        const double cap = finishing_ ? std::min(1.0, options_.backoff_max_s) : options_.backoff_max_s;  // a stop is short
+        const double cap =
+            finishing_ ? std::min(1.0, options_.backoff_max_s) : options_.backoff_max_s;  // a stop is short
         backoff_s_ = backoff_s_ == 0 ? options_.backoff_initial_s : std::min(backoff_s_ * 2, cap);
-        retry_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(backoff_s_));
+        retry_at_ =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(backoff_s_));
         queue_.push_front(job);
       }
     }
     status_.pending = queue_.size();
     lock.unlock();
-    if (!error.empty() && !retry && !cancelled) std::cerr << "yolotrain: remote: " << error << " (not retried)" << std::endl;
+    if (!error.empty() && !retry && !cancelled)
+      std::cerr << "yolotrain: remote: " << error << " (not retried)" << std::endl;
     notify();
     lock.lock();
     cv_.notify_all();
@@ -270,7 +273,8 @@ bool fetch_file(const S3Client& client, const S3Location& location, const fs::pa
     if (e.code == "NoSuchKey" || e.http_status == 404) return false;
     throw;
   }
-  if (is_checkpoint(name)) lifecycle::CheckpointStore::verify(bytes, "s3://" + client.bucket() + "/" + location.key(name));
+  if (is_checkpoint(name))
+    lifecycle::CheckpointStore::verify(bytes, "s3://" + client.bucket() + "/" + location.key(name));
   const fs::path local = root / name;
   fs::create_directories(local.parent_path());
   lifecycle::atomic_write(local, bytes);

@@ -94,7 +94,7 @@ bool transient_answer(long status, const std::string& code) {
 }
 
 // Parses an answer's body into `doc`; false when it is not XML. (S3 may answer 200 with an
-// <yolotrain::Error> inside, e.g. CompleteMultipartUpload: callers check for it.)
+// <Error> inside, e.g. CompleteMultipartUpload: callers check for it.)
 bool parse_xml(pugi::xml_document& doc, const S3Response& response) {
   return static_cast<bool>(doc.load_buffer(response.body.data(), response.body.size()));
 }
@@ -121,7 +121,8 @@ std::string s3_uri_encode(const std::string& text, bool keep_slash) {
   return out;
 }
 
-S3Client::S3Client(S3Settings settings, std::string bucket) : settings_(std::move(settings)), bucket_(std::move(bucket)) {
+S3Client::S3Client(S3Settings settings, std::string bucket)
+    : settings_(std::move(settings)), bucket_(std::move(bucket)) {
   global_init();
 }
 
@@ -206,8 +207,8 @@ void S3Client::fail(const std::string& what, const std::string& key, const S3Res
   std::string code, message;
   pugi::xml_document doc;
   if (parse_xml(doc, response)) {
-    code = doc.child("yolotrain::Error").child_value("Code");
-    message = doc.child("yolotrain::Error").child_value("Message");
+    code = doc.child("Error").child_value("Code");
+    message = doc.child("Error").child_value("Message");
   }
   if (code.empty()) code = response.status == 404 ? "NotFound" : "HTTP " + std::to_string(response.status);
   std::string text = "S3 " + what + " s3://" + bucket_ + "/" + key + " at " + settings_.endpoint + ": HTTP " +
@@ -225,7 +226,8 @@ S3Response S3Client::call(const std::string& what, const S3Request& request, con
   try {
     return send(request, cancel);
   } catch (const S3Error& e) {
-    std::string text = "S3 " + what + " s3://" + bucket_ + "/" + shown_key + " at " + settings_.endpoint + ": " + e.code;
+    std::string text =
+        "S3 " + what + " s3://" + bucket_ + "/" + shown_key + " at " + settings_.endpoint + ": " + e.code;
     if (e.transient) text += " (is the endpoint right? it comes from AWS_ENDPOINT_URL, else AWS's for the region)";
     throw S3Error(text, 0, e.code, e.transient);
   }
@@ -281,8 +283,9 @@ void S3Client::put_multipart(const std::string& key, std::string_view data, cons
   create.headers = {"Content-Type: application/octet-stream"};
   const S3Response created = call("PUT (create multipart upload)", create, key, cancel);
   pugi::xml_document doc;
-  const std::string upload_id =
-      created.status == 200 && parse_xml(doc, created) ? doc.child("InitiateMultipartUploadResult").child_value("UploadId") : "";
+  const std::string upload_id = created.status == 200 && parse_xml(doc, created)
+                                    ? doc.child("InitiateMultipartUploadResult").child_value("UploadId")
+                                    : "";
   if (upload_id.empty()) fail("PUT (create multipart upload)", key, created);
   try {
     pugi::xml_document complete;
@@ -304,7 +307,7 @@ void S3Client::put_multipart(const std::string& key, std::string_view data, cons
     finish.headers = {"Content-Type: application/xml"};  // the body's SHA-256 is signed, as every request's
     const S3Response done = call("PUT (complete multipart upload)", finish, key, cancel);
     pugi::xml_document answer;
-    if (done.status != 200 || !parse_xml(answer, done) || answer.child("yolotrain::Error") ||
+    if (done.status != 200 || !parse_xml(answer, done) || answer.child("Error") ||
         !answer.child("CompleteMultipartUploadResult")) {
       fail("PUT (complete multipart upload)", key, done);
     }

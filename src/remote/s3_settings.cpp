@@ -97,9 +97,10 @@ S3Settings S3Settings::from_environment() {
     s.credentials_from = credentials_file + " [" + profile + "]";
   }
   if (s.access_key_id.empty() || s.secret_access_key.empty()) {
-    throw yolotrain::Error("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
-                "temporary ones), or put aws_access_key_id / aws_secret_access_key under [" + profile + "] in " +
-                (credentials_file.empty() ? std::string("~/.aws/credentials") : credentials_file));
+    throw yolotrain::Error(
+        "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for "
+        "temporary ones), or put aws_access_key_id / aws_secret_access_key under [" +
+        profile + "] in " + (credentials_file.empty() ? std::string("~/.aws/credentials") : credentials_file));
   }
 
   s.region = env("AWS_REGION");

@@ -83,7 +83,8 @@ TEST_CASE("a predict source with image bombs names and skips them and memory sta
                      tmp / "train.txt");
   REQUIRE(trained.code == 0);
   fs::create_directories(tmp / "src");
-  for (const char* name : {"bomb_png.png", "bomb_jpg.jpg"}) fs::copy_file(tmp / "ds/images/train" / name, tmp / "src" / name);
+  for (const char* name : {"bomb_png.png", "bomb_jpg.jpg"})
+    fs::copy_file(tmp / "ds/images/train" / name, tmp / "src" / name);
   fs::copy_file(fs::directory_iterator(yt::tiny_shapes_dataset().parent_path() / "images/val")->path(),
                 tmp / "src/good.jpg");
   const yt::Finished f = yt::run_to_end(

@@ -28,9 +28,18 @@ using namespace std::chrono_literals;
 namespace {
 
 std::vector<std::string> rank_args(const fs::path& project, std::vector<std::string> extra = {}) {
-  std::vector<std::string> a = {YOLO_TRAIN_PATH, "data=" + yt::tiny_shapes_dataset().string(), "epochs=2", "imgsz=64", "batch=4",
-                                "workers=1", "project=" + project.string(), "name=run", "save_interval=0",
-                                "verbose=false", "dist_timeout=20", "status_interval=0.01"};
+  std::vector<std::string> a = {YOLO_TRAIN_PATH,
+                                "data=" + yt::tiny_shapes_dataset().string(),
+                                "epochs=2",
+                                "imgsz=64",
+                                "batch=4",
+                                "workers=1",
+                                "project=" + project.string(),
+                                "name=run",
+                                "save_interval=0",
+                                "verbose=false",
+                                "dist_timeout=20",
+                                "status_interval=0.01"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -247,8 +256,10 @@ TEST_CASE("two ranks of batch b step like one process of batch 2b", "[integratio
   REQUIRE(one.code == 0);
   // BatchNorm normalises over each rank's half batch (as Ultralytics' DDP), so the weights agree
   // closely, not bit for bit; the optimizer, loss scaling and averaging are what this checks.
-  const auto a = yolotrain::lifecycle::CheckpointStore::load(tmp / "two" / "run" / "weights" / "last-000000000002.ytckpt");
-  const auto b = yolotrain::lifecycle::CheckpointStore::load(tmp / "one" / "run" / "weights" / "last-000000000002.ytckpt");
+  const auto a =
+      yolotrain::lifecycle::CheckpointStore::load(tmp / "two" / "run" / "weights" / "last-000000000002.ytckpt");
+  const auto b =
+      yolotrain::lifecycle::CheckpointStore::load(tmp / "one" / "run" / "weights" / "last-000000000002.ytckpt");
   double diff = 0, norm = 0;
   for (const auto& [name, t] : a.tensors) {
     if (name.rfind("model.", 0) != 0 || name.find("running") != std::string::npos || !t.is_floating_point()) continue;
@@ -260,7 +271,8 @@ TEST_CASE("two ranks of batch b step like one process of batch 2b", "[integratio
   CHECK(relative < 1e-3);
 }
 
-TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the run resumes to the end", "[integration]") {
+TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the run resumes to the end",
+          "[integration]") {
   if (const auto missing = yt::torchrun_missing()) {
     WARN(*missing);
     return;

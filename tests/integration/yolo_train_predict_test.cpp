@@ -23,7 +23,8 @@ const fs::path kYolo11Best = kShared / "weights" / "ultralytics" / "bccd_yolo11n
 
 bool shared_missing() {
   if (fs::exists(kBest) && fs::exists(kBccd)) return false;
-  WARN("skipped: " << kBest.string() << " or " << kBccd.string() << " is absent (../shared is not beside the checkout)");
+  WARN("skipped: " << kBest.string() << " or " << kBccd.string()
+                   << " is absent (../shared is not beside the checkout)");
   return true;
 }
 
@@ -51,9 +52,12 @@ TEST_CASE("yolo_train predict writes annotated images and labels and names an un
   INFO(f.output);
   CHECK(f.code == 1);  // something failed: the broken image
   CHECK_THAT(f.output, Catch::Contains("broken.jpg: cannot be read, skipped"));
-  CHECK(std::regex_search(f.output, std::regex(R"(image 1/4 \S+BloodImage_00000\.jpg: 256x320 \d+ RBCs?, .*\d+\.\dms)")));
-  CHECK_THAT(f.output, Catch::Contains("Speed: ") && Catch::Contains("ms postprocess per image at shape (1, 3, 256, 320)"));
-  CHECK(std::regex_search(f.output, std::regex(R"(\nForward: (oneDNN \w+|libtorch fused) \(forward=auto on this CPU: \w+\)\n)")));
+  CHECK(
+      std::regex_search(f.output, std::regex(R"(image 1/4 \S+BloodImage_00000\.jpg: 256x320 \d+ RBCs?, .*\d+\.\dms)")));
+  CHECK_THAT(f.output,
+             Catch::Contains("Speed: ") && Catch::Contains("ms postprocess per image at shape (1, 3, 256, 320)"));
+  CHECK(std::regex_search(f.output,
+                          std::regex(R"(\nForward: (oneDNN \w+|libtorch fused) \(forward=auto on this CPU: \w+\)\n)")));
   const fs::path dir = tmp / "runs" / "predict";
   CHECK_THAT(f.output, Catch::Contains("Results saved to " + dir.string()));
   CHECK_THAT(f.output, Catch::Contains("3 labels saved to " + (dir / "labels").string()));
@@ -154,7 +158,8 @@ void transfers_and_resumes_exactly(const fs::path& pt, const std::string& transf
   CHECK_THAT(resumed.output, !Catch::Contains("Transferred"));  // the checkpoint's weights, not the .pt's
   const auto weights = [&](const std::string& name) {
     const fs::path best = tmp / name / "weights" / "best.ytckpt";
-    REQUIRE(yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / (name + "-export.txt")).code == 0);
+    REQUIRE(yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / (name + "-export.txt")).code ==
+            0);
     return yt::slurp(fs::path(best).replace_extension(".safetensors"));
   };
   CHECK(weights("run") == weights("straight"));
@@ -163,10 +168,10 @@ void transfers_and_resumes_exactly(const fs::path& pt, const std::string& transf
 // One epoch on bccd from `pt`: the first validation's mAP50 (results.csv), and the output.
 double first_epoch_map50(const fs::path& pt, const std::string& transferred) {
   yt::TempDir tmp;
-  const yt::Finished f = yt::run_to_end({YOLO_TRAIN_PATH, "model=" + pt.string(), "data=" + (kBccd / "data.yaml").string(),
-                                         "epochs=1", "imgsz=320", "batch=16", "workers=2", "threads=2",
-                                         "project=" + tmp.path().string(), "name=ft", "verbose=false"},
-                                        tmp / "out.txt");
+  const yt::Finished f = yt::run_to_end(
+      {YOLO_TRAIN_PATH, "model=" + pt.string(), "data=" + (kBccd / "data.yaml").string(), "epochs=1", "imgsz=320",
+       "batch=16", "workers=2", "threads=2", "project=" + tmp.path().string(), "name=ft", "verbose=false"},
+      tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
   CHECK_THAT(f.output, Catch::Contains(transferred));
@@ -188,9 +193,11 @@ TEST_CASE("training from Ultralytics' best.pt transfers its weights and resumes 
   transfers_and_resumes_exactly(kBest, R"(Transferred 3\d\d/355 items from pretrained weights \(Ultralytics 8\.2\.82)");
 }
 
-TEST_CASE("training from Ultralytics' YOLO11n best.pt transfers its weights and resumes exactly", "[integration][yolo11]") {
+TEST_CASE("training from Ultralytics' YOLO11n best.pt transfers its weights and resumes exactly",
+          "[integration][yolo11]") {
   if (shared_missing()) return;
-  transfers_and_resumes_exactly(kYolo11Best, R"(Transferred 4\d\d/499 items from pretrained weights \(Ultralytics 8\.3\.58)");
+  transfers_and_resumes_exactly(kYolo11Best,
+                                R"(Transferred 4\d\d/499 items from pretrained weights \(Ultralytics 8\.3\.58)");
 }
 
 TEST_CASE("fine-tuning Ultralytics' best.pt on bccd starts where that model is", "[integration]") {

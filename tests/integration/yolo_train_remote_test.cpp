@@ -49,8 +49,8 @@ yolotrain::remote::S3Client client_of(const yt::S3Server& server) {
 
 std::vector<std::int64_t> remote_steps(const yt::S3Server& server, const std::string& prefix) {
   std::vector<std::int64_t> out;
-  for (const auto& c : yolotrain::remote::list_remote_checkpoints(client_of(server), yolotrain::remote::S3Location::parse("s3://runs/" + prefix),
-                                                   "weights/last")) {
+  for (const auto& c : yolotrain::remote::list_remote_checkpoints(
+           client_of(server), yolotrain::remote::S3Location::parse("s3://runs/" + prefix), "weights/last")) {
     out.push_back(c.step);
   }
   return out;
@@ -144,7 +144,8 @@ TEST_CASE("a checkpoint put in the bucket by another client is resumed by resume
                                         "s3://runs/by-aws/weights/" + newest.filename().string()});
   INFO(put.output);
   REQUIRE(put.code == 0);
-  const yt::Finished resumed = yt::run_to_end(yt::train_args(tmp / "other", {"resume=s3://runs/by-aws"}), tmp / "out2.txt");
+  const yt::Finished resumed =
+      yt::run_to_end(yt::train_args(tmp / "other", {"resume=s3://runs/by-aws"}), tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
@@ -200,7 +201,8 @@ TEST_CASE("remote=: a very slow server while SIGTERM arrives: a bounded wait, sa
   yt::FaultProxy proxy(server);
   yt::ScopedEnv env(aws_env(proxy.endpoint()));
   yt::TempDir tmp;
-  yt::Child child = yt::spawn(yt::train_args(tmp.path(), {"remote=s3://runs/exp", "remote_timeout=2"}), tmp / "out.txt");
+  yt::Child child =
+      yt::spawn(yt::train_args(tmp.path(), {"remote=s3://runs/exp", "remote_timeout=2"}), tmp / "out.txt");
   REQUIRE(yt::wait_for_step(tmp / "run", 2));
   proxy.set_delay_ms(120000);
   const auto t0 = std::chrono::steady_clock::now();

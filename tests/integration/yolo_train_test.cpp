@@ -160,7 +160,8 @@ TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, a
   const Finished f = run_to_end(args, tmp / "out.txt");
   INFO(f.output);
   CHECK(f.code == 0);
-  CHECK_THAT(f.output, Catch::Contains("AutoBatch: Computing optimal batch size for imgsz=64 at 60.0% CUDA memory utilization."));
+  CHECK_THAT(f.output,
+             Catch::Contains("AutoBatch: Computing optimal batch size for imgsz=64 at 60.0% CUDA memory utilization."));
   CHECK_THAT(f.output, Catch::Contains("AutoBatch: WARNING intended for CUDA devices, using default batch-size 16"));
   CHECK_THAT(yt::slurp(tmp / "run" / "args.yaml"), Catch::Contains("batch: 16"));  // what a resume keeps
   CHECK_THAT(f.output, Catch::Contains("training 1 epochs of 1 batches"));             // 16 images, one batch
@@ -200,9 +201,13 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   const auto config = yolotrain::engine::TrainConfig::from_args(args);
   std::vector<std::string> calls;
   yolotrain::engine::TrainerCallbacks callbacks;
-  callbacks.on_epoch_end = [&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("logger " + std::to_string(m.epoch)); };
-  callbacks.on_epoch_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("ui " + std::to_string(m.epoch)); });
-  callbacks.on_val_end.add([&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("val " + std::to_string(m.epoch)); });
+  callbacks.on_epoch_end = [&](const yolotrain::engine::EpochMetrics& m) {
+    calls.push_back("logger " + std::to_string(m.epoch));
+  };
+  callbacks.on_epoch_end.add(
+      [&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("ui " + std::to_string(m.epoch)); });
+  callbacks.on_val_end.add(
+      [&](const yolotrain::engine::EpochMetrics& m) { calls.push_back("val " + std::to_string(m.epoch)); });
   callbacks.on_train_start.add([&](const yolotrain::engine::TrainerProgress&) { calls.push_back("start"); });
   callbacks.on_train_epoch_start.add([&](const yolotrain::engine::TrainerProgress& p) {
     calls.push_back("epoch " + std::to_string(p.epoch) + " at batch " + std::to_string(p.batch));
@@ -210,7 +215,8 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   // yolotrain's own listeners come first: status.json has the new state when the program hears of it.
   std::vector<std::string> states;
   callbacks.on_state_change.add([&](yolotrain::lifecycle::RunState s) {
-    states.push_back(std::string(yolotrain::lifecycle::to_string(s)) + "=" + status_of(tmp / "run")["state"].get<std::string>());
+    states.push_back(std::string(yolotrain::lifecycle::to_string(s)) + "=" +
+                     status_of(tmp / "run")["state"].get<std::string>());
   });
   // And the step's figures by name; the progress line's figures.
   std::vector<std::string> step_names;
@@ -226,7 +232,8 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   // before the epoch's checkpoint and on_epoch_end.
   callbacks.on_fit_epoch_end.add([&](const yolotrain::engine::EpochMetrics& m) {
     const std::string csv = yt::slurp(tmp / "run" / "results.csv");
-    calls.push_back("fit " + std::to_string(m.epoch) + " rows " + std::to_string(std::count(csv.begin(), csv.end(), '\n') - 1));
+    calls.push_back("fit " + std::to_string(m.epoch) + " rows " +
+                    std::to_string(std::count(csv.begin(), csv.end(), '\n') - 1));
   });
   yolotrain::lifecycle::ControlToken token;
   const auto done = yolotrain::engine::Trainer(config, callbacks).run(token);
@@ -234,7 +241,8 @@ TEST_CASE("listeners: two on one event are called in order, and one that throws 
   CHECK(calls == std::vector<std::string>{"start", "epoch 0 at batch 0", "val 1", "fit 1 rows 1", "logger 1", "ui 1",
                                           "epoch 1 at batch 0", "val 2", "fit 2 rows 2", "logger 2", "ui 2", "end"});
   CHECK(states == std::vector<std::string>{"running=running", "completed=completed"});
-  CHECK(step_names == std::vector<std::string>{"train/box_loss", "train/cls_loss", "train/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"});
+  CHECK(step_names ==
+        std::vector<std::string>{"train/box_loss", "train/cls_loss", "train/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"});
   CHECK(last_size == 64);
   CHECK(timed == 4);  // 16 images, batch 4: the epoch's batches, all trained by this process
 
@@ -351,7 +359,8 @@ TEST_CASE("bad values and unusable datasets exit 2 and imgsz is rounded up", "[i
   yt::TempDir tmp;
   fs::create_directories(tmp / "empty" / "images" / "train");
   yolotrain::lifecycle::atomic_write(tmp / "empty" / "images" / "train" / "broken.jpg", "not a jpeg");
-  yolotrain::lifecycle::atomic_write(tmp / "empty" / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a]\n");
+  yolotrain::lifecycle::atomic_write(tmp / "empty" / "data.yaml",
+                                     "path: .\ntrain: images/train\nval: images/train\nnames: [a]\n");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {train_args(tmp / "p", {"batch=0"}), "batch"},
       {train_args(tmp / "p", {"data=" + (tmp / "empty" / "data.yaml").string()}), "no usable image"},
@@ -400,8 +409,8 @@ TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the 
   REQUIRE(yt::wait_for_step(dir, 3));
   kill(child.pid, SIGINT);
   CHECK(yt::wait_exit(child, 120s) == 130);
-  const Finished resumed = run_to_end({YOLO_TRAIN_PATH, "model=" + (dir / "weights" / "last.pt").string(), "resume=True"},
-                                      tmp / "out2.txt");
+  const Finished resumed =
+      run_to_end({YOLO_TRAIN_PATH, "model=" + (dir / "weights" / "last.pt").string(), "resume=True"}, tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
@@ -451,7 +460,8 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   INFO(f.output);
   REQUIRE(f.code == 0);
   CHECK_THAT(f.output, Catch::Contains("freeze=3: "));
-  CHECK_THAT(f.output, Catch::Contains("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"));
+  CHECK_THAT(f.output,
+             Catch::Contains("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"));
   CHECK_THAT(f.output, Catch::Contains("1/1"));
   CHECK_THAT(f.output, Catch::Contains("                 Class     Images  Instances      Box(P"));
   const std::string text = yt::slurp(prom);
@@ -476,7 +486,8 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   }
   CHECK(columns == 13);
   CHECK(metrics.contains("fitness"));
-  CHECK_THAT(text, Catch::Contains("yolotrain_metric{run=\"" + (tmp / "run").string() + "\",name=\"metrics/mAP50(B)\"} "));
+  CHECK_THAT(text,
+             Catch::Contains("yolotrain_metric{run=\"" + (tmp / "run").string() + "\",name=\"metrics/mAP50(B)\"} "));
   const fs::path best = tmp / "run" / "weights" / "best.ytckpt";
   const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + best.string()}, tmp / "val.txt");
   INFO(val.output);
@@ -484,24 +495,26 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   CHECK_THAT(val.output, Catch::Contains("                   all          8"));
   // Its pictures go to the run's project, val (as Ultralytics' runs/detect/val), then val2.
   CHECK_THAT(val.output, Catch::Contains("Results saved to " + (tmp / "val").string()));
-  for (const char* file : {"val_batch0_labels.jpg", "val_batch0_pred.jpg", "confusion_matrix.png",
-                           "confusion_matrix_normalized.png", "PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png"}) {
+  for (const char* file :
+       {"val_batch0_labels.jpg", "val_batch0_pred.jpg", "confusion_matrix.png", "confusion_matrix_normalized.png",
+        "PR_curve.png", "F1_curve.png", "P_curve.png", "R_curve.png"}) {
     CAPTURE(file);
     CHECK(yolotrain::data::decode_image(tmp / "val" / file).width >= 192);  // val_batch0: 2 x 2 tiles of 96 (batch 4)
   }
   CHECK_THAT(yt::slurp(tmp / "val" / "confusion_matrix.csv"), Catch::StartsWith("Predicted \\ True,item,background\n"));
   CHECK_FALSE(fs::exists(tmp / "val" / "weights"));
   REQUIRE(run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string()}, tmp / "export.txt").code == 0);
-  const Finished val2 = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "run" / "weights" / "best.safetensors").string(),
-                                    "data=" + dataset().string(), "imgsz=64", "batch=4", "threads=1", "single_cls=true",
-                                    "project=" + tmp.path().string()},
-                                   tmp / "val2.txt");
+  const Finished val2 =
+      run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "run" / "weights" / "best.safetensors").string(),
+                  "data=" + dataset().string(), "imgsz=64", "batch=4", "threads=1", "single_cls=true",
+                  "project=" + tmp.path().string()},
+                 tmp / "val2.txt");
   INFO(val2.output);
   CHECK_THAT(val2.output, Catch::Contains("Results saved to " + (tmp / "val2").string()));
   // A folder for the pictures that cannot be made costs the pictures only.
   std::ofstream(tmp / "a_file") << "x";
-  const Finished val3 = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + best.string(), "project=" + (tmp / "a_file").string()},
-                                   tmp / "val3.txt");
+  const Finished val3 = run_to_end(
+      {YOLO_TRAIN_PATH, "val", "model=" + best.string(), "project=" + (tmp / "a_file").string()}, tmp / "val3.txt");
   INFO(val3.output);
   CHECK(val3.code == 0);
   CHECK_THAT(val3.output, Catch::Contains("                   all          8"));
@@ -546,8 +559,8 @@ TEST_CASE("yolo_train trains on coco8 end to end", "[integration]") {
     CHECK(image.height == height);
   }
   CHECK_THAT(yt::slurp(tmp / "coco8" / "confusion_matrix.csv"), Catch::StartsWith("Predicted \\ True,person,bicycle,"));
-  const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "coco8" / "weights" / "best.ytckpt").string()},
-                                  tmp / "val.txt");
+  const Finished val = run_to_end(
+      {YOLO_TRAIN_PATH, "val", "model=" + (tmp / "coco8" / "weights" / "best.ytckpt").string()}, tmp / "val.txt");
   INFO(val.output);
   CHECK(val.code == 0);
   CHECK_THAT(val.output, Catch::Contains("                   all          4         17"));
@@ -584,8 +597,8 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
     CHECK(rows.back()[loss] < 0.6 * rows.front()[loss]);
   }
   // `val` finds the built-in set from the checkpoint's data=shapes and project.
-  const Finished val = run_to_end({YOLO_TRAIN_PATH, "val", "model=" + (tmp / "shapes" / "weights" / "best.ytckpt").string()},
-                                  tmp / "val.txt");
+  const Finished val = run_to_end(
+      {YOLO_TRAIN_PATH, "val", "model=" + (tmp / "shapes" / "weights" / "best.ytckpt").string()}, tmp / "val.txt");
   INFO(val.output);
   CHECK(val.code == 0);
   CHECK_THAT(val.output, Catch::Contains("                   all         64"));
@@ -617,7 +630,8 @@ TEST_CASE("a second trainer on a run folder in use exits 2 naming the owner, and
 
 TEST_CASE("resume= a path that does not exist, or is no checkpoint, exits 2 and trains nothing", "[integration]") {
   yt::TempDir tmp;
-  const Finished missing = run_to_end(train_args(tmp.path(), {"resume=" + (tmp / "nope.ytckpt").string()}), tmp / "a.txt");
+  const Finished missing =
+      run_to_end(train_args(tmp.path(), {"resume=" + (tmp / "nope.ytckpt").string()}), tmp / "a.txt");
   INFO(missing.output);
   CHECK(missing.code == 2);
   CHECK_THAT(missing.output, Catch::Contains("resume=" + (tmp / "nope.ytckpt").string() + ": no such checkpoint"));
@@ -631,7 +645,8 @@ TEST_CASE("resume= a path that does not exist, or is no checkpoint, exits 2 and 
 
 TEST_CASE("broken label files are named with their reasons in train.log", "[integration]") {
   yt::TempDir tmp;
-  const fs::path yaml = yolotrain::data::write_shapes_dataset(tmp / "data", yolotrain::data::ShapesOptions{0, 8, 4, 64, 90});
+  const fs::path yaml =
+      yolotrain::data::write_shapes_dataset(tmp / "data", yolotrain::data::ShapesOptions{0, 8, 4, 64, 90});
   std::vector<fs::path> labels;
   for (const auto& e : fs::directory_iterator(tmp / "data" / "labels" / "train")) labels.push_back(e.path());
   std::sort(labels.begin(), labels.end());

@@ -155,8 +155,10 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   /// Runs (or resumes, per `resume`) until done, stopped, paused with release=exit, or failed.
-  /// Throws ConfigError for what is found wrong before training starts (arguments, model YAML,
-  /// dataset, run folder); failures after that are a Failed result (with a checkpoint first).
+  /// Throws ConfigError for a usage error found before training starts (arguments, model YAML,
+  /// dataset, an occupied or unwritable run folder, a checkpoint that cannot be resumed); any
+  /// other failure, during setup too (out of memory, I/O), is a Failed result, with a checkpoint
+  /// first once training has started. on_train_end is called on every path, before a throw too.
   RunResult run(lifecycle::ControlToken& token);
 
   const TrainConfig& config() const { return config_; }

@@ -41,8 +41,8 @@ struct ValidationReport {
 /// `workers` and `threads` apply. With `plots`, it writes what Ultralytics' validator draws into
 /// project/name (name2, ... unless exist_ok; val_config() makes the name `val`): val_batch0-2
 /// labels and predictions, the confusion matrix (picture, normalized picture, CSV) and the PR, F1,
-/// P and R curves; a picture that cannot be written is a warning in the report. A stop requested on `token` ends the pass early with an
-/// Error. Throws ConfigError for a missing file, weights that do not fit, or a bad dataset.
+/// P and R curves; a picture that cannot be written is a warning in the report. A stop requested on `token` ends the
+/// pass early with an Error. Throws ConfigError for a missing file, weights that do not fit, or a bad dataset.
 ValidationReport validate(const TrainConfig& cfg, const lifecycle::ControlToken* token = nullptr);
 
 /// The arguments `yolo_train val` uses: those stored in a checkpoint (`model=*.ytckpt`) or an

@@ -82,7 +82,8 @@ std::string prometheus_text(const nlohmann::ordered_json& j, const std::string& 
   if (j.contains("remote") && j["remote"].is_object()) {
     const auto& r = j["remote"];
     const double step = r["last_uploaded_step"].is_number() ? r["last_uploaded_step"].get<double>() : -1.0;
-    w.gauge("yolotrain_remote_last_uploaded_step", "step of the newest checkpoint confirmed in the bucket (-1: none)", step);
+    w.gauge("yolotrain_remote_last_uploaded_step", "step of the newest checkpoint confirmed in the bucket (-1: none)",
+            step);
     w.gauge("yolotrain_remote_pending_uploads", "uploads to the bucket waiting or in flight", r.value("pending", 0.0));
     w.gauge("yolotrain_remote_retries", "transient upload failures retried so far", r.value("retries", 0.0));
     w.gauge("yolotrain_remote_error", "1 when the last upload attempt failed", !r["last_error"].is_null());

@@ -150,16 +150,17 @@ void RunStatus::write_locked() {
   j["error"] = error_ ? nlohmann::ordered_json(*error_) : nlohmann::ordered_json(nullptr);
   if (remote_) {
     const auto& r = *remote_;
-    j["remote"] = {{"url", r.url},
-                   {"last_uploaded_step", r.last_uploaded_step >= 0 ? nlohmann::ordered_json(r.last_uploaded_step)
-                                                                    : nlohmann::ordered_json(nullptr)},
-                   {"last_uploaded", r.last_uploaded},
-                   {"last_uploaded_time", r.last_uploaded_time},
-                   {"pending", r.pending},
-                   {"retries", r.retries},
-                   {"last_error", r.last_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.last_error)},
-                   {"bytes", r.bytes},
-                   {"seconds", r.seconds}};
+    j["remote"] = {
+        {"url", r.url},
+        {"last_uploaded_step",
+         r.last_uploaded_step >= 0 ? nlohmann::ordered_json(r.last_uploaded_step) : nlohmann::ordered_json(nullptr)},
+        {"last_uploaded", r.last_uploaded},
+        {"last_uploaded_time", r.last_uploaded_time},
+        {"pending", r.pending},
+        {"retries", r.retries},
+        {"last_error", r.last_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.last_error)},
+        {"bytes", r.bytes},
+        {"seconds", r.seconds}};
   }
   try {
     atomic_write(file_, j.dump(2) + "\n");

@@ -21,7 +21,8 @@ TEST_CASE("the progress line has Ultralytics' columns and a tqdm bar", "[engine]
   CHECK(line ==
         "       1/30         0G      3.748      5.815      4.277         42        320:  46%|████▌     | 6/13 "
         "[00:04<00:05,  1.41it/s]");
-  CHECK(line.size() == en::progress_header().size() + std::string(":  46%|████▌     | 6/13 [00:04<00:05,  1.41it/s]").size());
+  CHECK(line.size() ==
+        en::progress_header().size() + std::string(":  46%|████▌     | 6/13 [00:04<00:05,  1.41it/s]").size());
 }
 
 TEST_CASE("slow steps show seconds per iteration and long times show hours", "[engine]") {

@@ -18,7 +18,8 @@ TEST_CASE("train.log holds what was said before it opened, then everything said 
   log.progress("1/2 50%", false);  // a progress line in flight: not in the file
   log.progress("1/2 100%", true);  // the epoch's last
   log.say("epoch 1/2: P 0.5");
-  const std::string first = "remote: mirroring to s3://bucket/run\na warning for the file only\n1/2 100%\nepoch 1/2: P 0.5\n";
+  const std::string first =
+      "remote: mirroring to s3://bucket/run\na warning for the file only\n1/2 100%\nepoch 1/2: P 0.5\n";
   CHECK(yt::slurp(tmp / "train.log") == first);
   RunLog resumed;  // a resumed run appends
   resumed.open(tmp / "train.log");

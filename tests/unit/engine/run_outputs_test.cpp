@@ -43,7 +43,7 @@ void drive(TrainerCallbacks& cb) {
 
 }  // namespace
 
-TEST_CASE("another rank's outputs write no file; rank 0's write args.yaml, results.csv, status.json", "[engine]") {
+TEST_CASE("another rank's outputs write no file, rank 0's write args.yaml, results.csv and status.json", "[engine]") {
   yt::TempDir tmp;
   TrainConfig cfg;
   cfg.tensorboard = true;

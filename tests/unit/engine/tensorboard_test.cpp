@@ -44,6 +44,7 @@ TEST_CASE("a resumed logger drops what was written after the resumed position", 
   }
   CHECK(read_tfrecords(yolotrain::test::slurp(file)).size() == 1 + 4 + 2);
   std::size_t files = 0;
-  for (const auto& e : fs::directory_iterator(dir.path())) files += e.path().filename().string().rfind("events.", 0) == 0;
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    files += e.path().filename().string().rfind("events.", 0) == 0;
   CHECK(files == 1);
 }

@@ -138,8 +138,10 @@ TEST_CASE("every mode reads booleans and None by one rule", "[engine]") {
     CHECK(TrainConfig::from_args({"time=" + none}).time == 0);
     CHECK_FALSE(PredictConfig::from_args({"model=a.pt", "source=b.jpg", "classes=" + none}).predictor.classes);
   }
-  CHECK_THROWS_WITH(TrainConfig::from_args({"plots=maybe"}), Contains("'plots': 'maybe' is not valid; expected true or false"));
+  CHECK_THROWS_WITH(TrainConfig::from_args({"plots=maybe"}),
+                    Contains("'plots': 'maybe' is not valid; expected true or false"));
   CHECK_THROWS_WITH(PredictConfig::from_args({"model=a.pt", "source=b.jpg", "save=maybe"}),
                     Contains("'save': 'maybe' is not valid; expected true or false"));
-  CHECK_THROWS_AS(ExportConfig::from_args({"format=onnx"}), yolotrain::ConfigError);  // one exception type for every mode
+  CHECK_THROWS_AS(ExportConfig::from_args({"format=onnx"}),
+                  yolotrain::ConfigError);  // one exception type for every mode
 }

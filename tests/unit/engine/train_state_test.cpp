@@ -82,11 +82,18 @@ TEST_CASE("a checkpoint's missing, unknown or unreadable state fields stop the r
 
 TEST_CASE("checkpoints written before a field existed still resume, with what its absence meant", "[engine]") {
   // The fields of the first trainer's checkpoints (2026-11-30), nothing later.
-  const std::map<std::string, std::string> first = {
-      {"batch", "3"},         {"last_opt_step", "10"}, {"ema_updates", "11"},        {"best_fitness", "-0x1p+0"},
-      {"best_epoch", "-1"},   {"optimizer", "SGD"},    {"lr", "0x1.47ae147ae147bp-7"}, {"momentum", "0x1.e3d70a3d70a3dp-1"},
-      {"warmup_bias_lr", "0x1.999999999999ap-4"},     {"elapsed_s", "0x1.4p+3"},    {"results_csv", ""},
-      {"completed", "0"}};
+  const std::map<std::string, std::string> first = {{"batch", "3"},
+                                                    {"last_opt_step", "10"},
+                                                    {"ema_updates", "11"},
+                                                    {"best_fitness", "-0x1p+0"},
+                                                    {"best_epoch", "-1"},
+                                                    {"optimizer", "SGD"},
+                                                    {"lr", "0x1.47ae147ae147bp-7"},
+                                                    {"momentum", "0x1.e3d70a3d70a3dp-1"},
+                                                    {"warmup_bias_lr", "0x1.999999999999ap-4"},
+                                                    {"elapsed_s", "0x1.4p+3"},
+                                                    {"results_csv", ""},
+                                                    {"completed", "0"}};
   const TrainState s = TrainState::from_checkpoint(first, 1, at::zeros({3}, at::kDouble), "old");
   CHECK(s.batch == 3);
   CHECK(s.samples == -1);  // the loader position then comes from batch

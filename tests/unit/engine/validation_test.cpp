@@ -30,9 +30,10 @@ TEST_CASE("the validation table has Ultralytics' header and rows", "[engine]") {
   CHECK(r.table(false) ==
         "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95)\n"
         "                   all        128        929       0.64      0.537      0.605      0.446\n");
-  CHECK(r.table(true) == r.table(false) +
-                             "                person         61        254        0.8        0.6        0.7        0.5\n"
-                             "                   dog         12        675        0.5      0.474       0.51      0.392\n");
+  CHECK(r.table(true) ==
+        r.table(false) +
+            "                person         61        254        0.8        0.6        0.7        0.5\n"
+            "                   dog         12        675        0.5      0.474       0.51      0.392\n");
 }
 
 TEST_CASE("images per class count each image once per class", "[engine]") {

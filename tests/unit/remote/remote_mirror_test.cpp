@@ -45,7 +45,8 @@ yolotrain::remote::RemoteMirrorOptions quick_retries() {
   return o;
 }
 
-std::vector<std::int64_t> steps_in(const yolotrain::remote::S3Client& client, const yolotrain::remote::S3Location& where) {
+std::vector<std::int64_t> steps_in(const yolotrain::remote::S3Client& client,
+                                   const yolotrain::remote::S3Location& where) {
   std::vector<std::int64_t> out;
   for (const auto& c : yolotrain::remote::list_remote_checkpoints(client, where, "weights/last")) out.push_back(c.step);
   return out;
@@ -113,7 +114,8 @@ TEST_CASE("5xx answers are retried with backoff until the upload is confirmed", 
   yt::TempDir tmp;
   std::ofstream(tmp / "results.csv") << "epoch,train/box_loss\n1,1.5\n";
   yolotrain::remote::S3Client client(settings_for(proxy.endpoint(), server), "runs");
-  yolotrain::remote::RemoteMirror mirror(client, yolotrain::remote::S3Location::parse("s3://runs/p"), tmp.path(), quick_retries());
+  yolotrain::remote::RemoteMirror mirror(client, yolotrain::remote::S3Location::parse("s3://runs/p"), tmp.path(),
+                                         quick_retries());
   std::vector<lc::RemoteUploadStatus> seen;
   std::mutex seen_mutex;
   mirror.set_listener([&](const lc::RemoteUploadStatus& s) {
@@ -203,7 +205,8 @@ TEST_CASE("a damaged checkpoint is never uploaded and a damaged remote one is sk
     client.put_object("p/weights/last-000000000004.ytckpt", bytes);
   }
   yt::TempDir elsewhere;
-  const yolotrain::remote::RemoteFetch fetched = yolotrain::remote::fetch_latest_checkpoint(client, where, elsewhere.path(), "weights/last");
+  const yolotrain::remote::RemoteFetch fetched =
+      yolotrain::remote::fetch_latest_checkpoint(client, where, elsewhere.path(), "weights/last");
   REQUIRE(fetched.path);
   CHECK(fetched.step == 3);
   CHECK(*fetched.path == elsewhere / "weights" / "last-000000000003.ytckpt");
@@ -251,7 +254,9 @@ TEST_CASE("an object larger than a part goes up in parts: whole for another clie
   CHECK(proxy.stat("PUT") == 3);   // a part each
   CHECK(client.get_object("big/one.bin") == data);
   if (yt::has_aws_cli()) {  // an independent client reads the same bytes
-    REQUIRE(yt::aws_cli(server, {"s3", "cp", "--no-progress", "s3://runs/big/one.bin", (tmp / "one.bin").string()}).code == 0);
+    REQUIRE(
+        yt::aws_cli(server, {"s3", "cp", "--no-progress", "s3://runs/big/one.bin", (tmp / "one.bin").string()}).code ==
+        0);
     CHECK(yt::slurp(tmp / "one.bin") == data);
   }
 

@@ -153,8 +153,8 @@ TEST_CASE("an upload carries Content-MD5 and the payload's SHA-256, and a sessio
 
 TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "[remote][s3]") {
   SECTION("503 SlowDown is transient") {
-    OneShotServer server(answer(503, "Slow Down",
-                                "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"));
+    OneShotServer server(answer(
+        503, "Slow Down", "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"));
     yolotrain::remote::S3Client client(aws_example(server.port()), "examplebucket");
     try {
       client.put_object("a/b.csv", "x");
@@ -204,7 +204,8 @@ TEST_CASE("s3:// URLs are parsed and bad ones named", "[remote][s3]") {
   CHECK(loc.url() == "s3://my-bucket/runs/exp1");
   CHECK(yolotrain::remote::S3Location::parse("s3://bucket").key("a") == "a");
   CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("runs/exp"), Catch::Contains("not an s3:// URL"));
-  CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("s3://My_Bucket/x"), Catch::Contains("bucket name 'My_Bucket' is not valid"));
+  CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("s3://My_Bucket/x"),
+                    Catch::Contains("bucket name 'My_Bucket' is not valid"));
   CHECK_THROWS_WITH(yolotrain::remote::S3Location::parse("s3://bucket//x"), Catch::Contains("empty path segment"));
 }
 
