@@ -86,8 +86,9 @@ void throughput(const yt::S3Server& server, const std::string& parent, std::size
   s.access_key_id = yt::S3Server::access_key();
   s.secret_access_key = yt::S3Server::secret_key();
   s.multipart_part_size = part_size;
-  yolotrain::remote::RemoteMirror mirror(yolotrain::remote::S3Client(s, server.bucket()),
-                          yolotrain::remote::S3Location::parse("s3://" + server.bucket() + "/tp" + std::to_string(n)), dir);
+  yolotrain::remote::RemoteMirror mirror(
+      yolotrain::remote::S3Client(s, server.bucket()),
+      yolotrain::remote::S3Location::parse("s3://" + server.bucket() + "/tp" + std::to_string(n)), dir);
   double mb = 0;
   const auto t0 = Clock::now();
   for (int i = 1; i <= 5; ++i) {
@@ -99,7 +100,8 @@ void throughput(const yt::S3Server& server, const std::string& parent, std::size
   }
   const double up = seconds_since(t0);
   const auto t1 = Clock::now();
-  const auto fetched = yolotrain::remote::fetch_latest_checkpoint(mirror.client(), mirror.location(), dir + "/down", "weights/last");
+  const auto fetched =
+      yolotrain::remote::fetch_latest_checkpoint(mirror.client(), mirror.location(), dir + "/down", "weights/last");
   const double down = seconds_since(t1);
   const std::string how =
       mb * 1e6 > double(part_size) ? std::to_string(part_size >> 20) + " MiB parts" : "one PUT each";
