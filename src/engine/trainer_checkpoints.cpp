@@ -8,8 +8,8 @@ void Trainer::Run::finish_remote() {
   if (plan.remote) result.remote_uploaded = plan.remote->finish(cfg.remote_timeout, result.last_checkpoint);
 }
 
-// The checkpoint's tensors into the model, EMA, optimizer and generator; its state into the run.
-// The optimizer's stored choice was taken in build().
+// The checkpoint's tensors into the model, EMA, optimizer and generator; its state (read into
+// `state` by build(), which took the optimizer's stored choice from it) into the run.
 void Trainer::Run::restore() {
   const lc::Checkpoint& c = *plan.resume_from;
   torch::NoGradGuard no_grad;
@@ -29,7 +29,6 @@ void Trainer::Run::restore() {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(c.tensor("rng.cpu"));
   }
-  state = stored_state();
   // The data position in global samples, so that any number of ranks continues it.
   if (state.samples >= 0) state.batch = data.train_loader->batch_for_global_samples(state.samples);
   if (state.loss_means.size() != task->loss_terms().size()) {

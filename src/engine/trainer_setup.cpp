@@ -45,8 +45,9 @@ void Trainer::Run::load_data_yaml() {
     data.config = data::load_data_yaml(yaml);
     data.train = data::load_split(data.config, "train");
     data.val = data::load_split(data.config, data.config.has("val") ? "val" : "train");
+  } catch (const ConfigError&) {
+    throw;
   } catch (const Error& e) {  // a dataset that cannot be read: the data (or data=) must change
-    if (dynamic_cast<const ConfigError*>(&e)) throw;
     throw ConfigError("data=" + cfg.data + ": " + e.what());
   }
 }
@@ -95,8 +96,9 @@ void Trainer::Run::build() {
     model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
                                    .nc(data.config.nc())
                                    .names(data.config.names));
+  } catch (const ConfigError&) {
+    throw;
   } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
-    if (dynamic_cast<const ConfigError*>(&e)) throw;
     throw ConfigError("model=" + cfg.model + ": " + e.what());
   }
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
@@ -121,16 +123,16 @@ void Trainer::Run::build() {
   model->train();
   ema = std::make_unique<ModelEMA>(model);
   choice = choose_optimizer(cfg, static_cast<std::int64_t>(data.train.size()), data.config.nc());
-  if (plan.resume_from) {  // the stored choice: extending epochs must not flip optimizer=auto
-    const TrainState stored = stored_state();
-    choice.name = stored.optimizer;
-    choice.lr = stored.lr;
-    choice.momentum = stored.momentum;
-    choice.warmup_bias_lr = stored.warmup_bias_lr;
+  if (plan.resume_from) {  // the stored state, read once; its choice: extending epochs must not flip optimizer=auto
+    state = stored_state();
+    choice.name = state.optimizer;
+    choice.lr = state.lr;
+    choice.momentum = state.momentum;
+    choice.warmup_bias_lr = state.warmup_bias_lr;
   }
   optimizer = build_optimizer(model, choice);
   task = make_task(model, cfg);
-  state.loss_means.assign(task->loss_terms().size(), 0.0);
+  if (!plan.resume_from) state.loss_means.assign(task->loss_terms().size(), 0.0);
   build_loaders();
   const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +
                                std::to_string(model->nc());
