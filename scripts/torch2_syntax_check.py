@@ -3,10 +3,13 @@
 
 Debian 12 builds against libtorch 1.13.1; users have libtorch 2.x (Debian 13's 2.6, pytorch.org's).
 This checks the code against Debian 13's CUDA-enabled libtorch 2.6 headers (trixie contrib's
-libtorch-cuda-dev, unpacked with dpkg -x, never installed) with nccl.h (libnccl-dev), so a version
-difference shows here before it reaches a GPU machine. Where CUDA's runtime headers are at hand
-(/usr/local/cuda/include, or CUDA_INCLUDE), the CUDA code is checked too (YOLOTRAIN_WITH_CUDA=1,
-USE_C10D_NCCL); otherwise the CPU paths only, and it says so.
+libtorch-cuda-dev, 2.4 MB, unpacked with dpkg -x, never installed), so a version difference shows
+here before it reaches a GPU machine. Where CUDA's headers are at hand (/usr/local/cuda/include, or
+CUDA_INCLUDE: the CUDA toolkit, whose runtime, cuBLAS, cuSPARSE, cuSOLVER and NCCL headers libtorch's
+CUDA headers include), the CUDA code is checked too (YOLOTRAIN_WITH_CUDA=1, USE_C10D_NCCL, USE_CUDA);
+otherwise the CPU paths only, and it says so. Debian's own CUDA headers (non-free nvidia-cuda-dev)
+are a 934 MB download, too much for each CI run; nccl.h comes from libnccl-dev (114 MB) only when
+the toolkit lacks it.
 
 Usage: scripts/torch2_syntax_check.py [--jobs N] [--only SUBSTRING,...]
 Downloads into ~/.cache/yolotrain/torch2 (YT_TORCH2_CACHE) once; configures build-torch2-check/.
@@ -22,17 +25,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ["libtorch-cuda-dev", "libnccl-dev"]
 
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
-def fetch_headers(cache: Path) -> Path:
-    """trixie's libtorch-cuda-dev and libnccl-dev unpacked under cache/root (once)."""
+def fetch_headers(cache: Path, packages: list) -> Path:
+    """trixie's `packages` unpacked under cache/root (once)."""
     root = cache / "root"
-    if (root / "usr/include/torch/csrc/api/include/torch/version.h").exists():
+    marks = {"libtorch-cuda-dev": "usr/include/torch/csrc/api/include/torch/version.h",
+             "libnccl-dev": "usr/include/nccl.h"}
+    packages = [p for p in packages if not (root / marks[p]).exists()]
+    if not packages:
         return root
     lists, archives, debs = cache / "lists", cache / "archives", cache / "debs"
     for d in (lists / "partial", archives / "partial", debs):
@@ -42,7 +47,7 @@ def fetch_headers(cache: Path) -> Path:
     opts = [f"-oDir::Etc::SourceList={sources}", "-oDir::Etc::SourceParts=/dev/null",
             f"-oDir::State::Lists={lists}", f"-oDir::Cache={cache}", f"-oDir::Cache::Archives={archives}"]
     run(["apt-get", *opts, "update", "-qq"])
-    run(["apt-get", *opts, "download", *PACKAGES], cwd=debs, stdout=subprocess.DEVNULL)
+    run(["apt-get", *opts, "download", *packages], cwd=debs, stdout=subprocess.DEVNULL)
     for deb in debs.glob("*.deb"):
         run(["dpkg", "-x", str(deb), str(root)])
     return root
@@ -83,15 +88,18 @@ def main() -> int:
     ap.add_argument("--only", default="", help="check only files whose path holds one of these (comma-separated)")
     a = ap.parse_args()
     cache = Path(os.environ.get("YT_TORCH2_CACHE", Path.home() / ".cache/yolotrain/torch2"))
-    headers = fetch_headers(cache)
-    version = (headers / "usr/include/torch/csrc/api/include/torch/version.h").read_text()
-    parts = {l.split()[1]: l.split()[2] for l in version.splitlines() if l.startswith("#define TORCH_VERSION_")}
-    print(f"libtorch headers {parts.get('TORCH_VERSION_MAJOR')}.{parts.get('TORCH_VERSION_MINOR')}."
-          f"{parts.get('TORCH_VERSION_PATCH')} at {headers}")
     cuda_include = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
     if not Path(cuda_include, "cuda_runtime_api.h").exists():
         print(f"no CUDA runtime headers at {cuda_include}: the CPU paths only (set CUDA_INCLUDE)")
         cuda_include = ""
+    nccl = cuda_include and Path(cuda_include, "nccl.h").exists()
+    headers = fetch_headers(cache, ["libtorch-cuda-dev"] + ([] if nccl or not cuda_include else ["libnccl-dev"]))
+    version = (headers / "usr/include/torch/csrc/api/include/torch/version.h").read_text()
+    parts = {l.split()[1]: l.split()[2] for l in version.splitlines() if l.startswith("#define TORCH_VERSION_")}
+    print(f"libtorch headers {parts.get('TORCH_VERSION_MAJOR')}.{parts.get('TORCH_VERSION_MINOR')}."
+          f"{parts.get('TORCH_VERSION_PATCH')} at {headers}")
+    if cuda_include:
+        print(f"CUDA headers at {cuda_include}" + ("" if nccl else f", nccl.h from libnccl-dev at {headers}"))
     entries = compile_commands(ROOT / "build-torch2-check")
     if a.only:
         entries = [e for e in entries if any(s in e["file"] for s in a.only.split(","))]

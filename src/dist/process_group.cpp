@@ -135,6 +135,21 @@ struct ProcessGroup::Impl {
   void all_reduce_sum(at::Tensor& flat, const char* what);
 };
 
+// libtorch asks for the libuv store backend by default since 2.4; one built without libuv (Debian
+// 13's 2.6) refuses that before it opens anything ("use_libuv was requested but PyTorch was built
+// without libuv support"): the classic backend then, which every libtorch has.
+c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, c10d::TCPStoreOptions so) {
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, so);
+  } catch (const std::exception& e) {
+    if (!so.useLibUV || std::string(e.what()).find("libuv") == std::string::npos) throw;
+    so.useLibUV = false;
+  }
+#endif
+  return c10::make_intrusive<c10d::TCPStore>(host, so);
+}
+
 /// TCPStore (a client of torchrun's, or served by rank 0) under /worker/attempt_<n>.
 void ProcessGroup::Impl::connect_store() {
   c10d::TCPStoreOptions so;
@@ -145,7 +160,7 @@ void ProcessGroup::Impl::connect_store() {
   so.timeout = opt.connect_timeout;
   c10::intrusive_ptr<c10d::Store> tcp;
   try {
-    tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    tcp = make_tcp_store(env.master_addr, so);
   } catch (const std::exception& e) {
     throw Error("dist: rank " + std::to_string(env.rank) + " could not " +
                 (so.isServer ? "serve" : "reach") + " the rendezvous store at " + env.master_addr + ":" +

@@ -1,5 +1,6 @@
 // Trainer::Run: its data (a data.yaml or a program's), the model, EMA, optimizer, loss and
 // loaders, AutoBatch, frozen layers.
+#include "determinism.hpp"
 #include "trainer_run.hpp"
 
 namespace yolotrain::engine {
@@ -88,6 +89,7 @@ void Trainer::Run::build() {
   if (device.is_cuda() && device.has_index()) lc::cuda_set_current_device(device.index());
   torch::set_num_threads(intra_op_threads(cfg.threads, ranks.local_world_size()));
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
+  apply_determinism(cfg.deterministic);
   const bool from_weights = io::is_weights_file(cfg.model);
   std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
   if (!start && cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);

@@ -1,5 +1,6 @@
 #include "onednn_net.hpp"
 
+#include "onednn_compat.hpp"
 #include "onednn_plan.hpp"
 
 #include <ATen/ATen.h>
@@ -156,10 +157,10 @@ class ModelBuilder {
 // AVX-512, whose brgconv kernels take it).
 ftag preferred_layout(const dn::engine& engine, dn::memory::data_type type) {
   const dims in{1, 64, 32, 32};
-  const dn::convolution_forward::desc desc(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
-                                           {in, type, ftag::any}, {{64, 64, 3, 3}, type, ftag::any},
-                                           {{64}, f32, ftag::x}, {in, type, ftag::any}, {1, 1}, {1, 1}, {1, 1});
-  const dn::memory::desc chosen = dn::convolution_forward::primitive_desc(desc, engine).dst_desc();
+  const dn::memory::desc chosen = onednn_compat::convolution(engine, {in, type, ftag::any},
+                                                              {{64, 64, 3, 3}, type, ftag::any}, {{64}, f32, ftag::x},
+                                                              {in, type, ftag::any}, 1, 1)
+                                       .dst_desc();
   for (ftag t : {ftag::nChw16c, ftag::nChw8c, ftag::nChw4c}) {
     if (chosen == dn::memory::desc(in, type, t)) return t;
   }

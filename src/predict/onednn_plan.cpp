@@ -6,6 +6,7 @@
 #include <string>
 
 #include "arena_layout.hpp"
+#include "onednn_compat.hpp"
 
 namespace yolotrain::predict::detail {
 namespace {
@@ -24,7 +25,7 @@ void refuse_reference_kernel(const dn::primitive_desc_base& pd, const std::strin
 // A value's memory seen as an NCHW tensor of its own data type: a view for nchw and nhwc; for the
 // blocked layouts ([N, C/b, H, W, b], channels padded to the block) a view with the padding.
 at::Tensor nchw_view(const dn::memory& m, ftag layout, dn::memory::data_type type) {
-  const dims d = m.get_desc().dims();
+  const dims d = onednn_compat::dims_of(m.get_desc());
   const auto scalar = type == f32 ? at::kFloat : at::kBFloat16;
   void* data = m.get_data_handle();
   if (layout == ftag::nchw) return at::from_blob(data, {d[0], d[1], d[2], d[3]}, scalar);
@@ -37,7 +38,7 @@ at::Tensor nchw_view(const dn::memory& m, ftag layout, dn::memory::data_type typ
 at::Tensor to_nchw(const dn::memory& m, ftag layout, dn::memory::data_type type) {
   at::Tensor v = nchw_view(m, layout, type);
   if (v.dim() == 5)
-    v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, m.get_desc().dims()[1]);
+    v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, onednn_compat::dims_of(m.get_desc())[1]);
   return v.to(at::kFloat);
 }
 
@@ -84,7 +85,7 @@ dn::memory PackedWeights::get(const at::Tensor& t, const dn::memory::desc& md, c
     if (m.get_desc() == md) return m;
   }
   const at::Tensor c = t.contiguous();
-  const dims d = md.dims();  // grouped weights: goihw, the same bytes as the tensor's oihw
+  const dims d = onednn_compat::dims_of(md);  // grouped weights: goihw, the same bytes as the tensor's oihw
   const dn::memory::desc plain = c.dim() != 4 ? dn::memory::desc({c.numel()}, f32, ftag::x)
                                  : d.size() == 5
                                      ? dn::memory::desc(d, f32, ftag::goihw)
@@ -114,14 +115,12 @@ int PlanBuilder::conv(int src, const ConvParams& p, int residual) {
   const dims weights = g == 1 ? dims{oc, in[1], k, k} : dims{g, oc / g, in[1] / g, k, k};
   const dims out{in[0], oc, (in[2] + 2 * p.pad - k) / p.stride + 1, (in[3] + 2 * p.pad - k) / p.stride + 1};
   dn::post_ops ops;
-  if (p.silu) ops.append_eltwise(1.f, dn::algorithm::eltwise_swish, 1.f, 0.f);
+  if (p.silu) onednn_compat::append_silu(ops);
   if (residual >= 0) ops.append_binary(dn::algorithm::binary_add, desc(residual));
   dn::primitive_attr attr;
   attr.set_post_ops(ops);
-  const dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, desc(src),
-                                        {weights, type_, ftag::any}, {{oc}, f32, ftag::x}, {out, type_, layout_},
-                                        {p.stride, p.stride}, {p.pad, p.pad}, {p.pad, p.pad});
-  const dn::convolution_forward::primitive_desc pd(d, attr, engine_);
+  const auto pd = onednn_compat::convolution(engine_, desc(src), {weights, type_, ftag::any}, {{oc}, f32, ftag::x},
+                                             {out, type_, layout_}, p.stride, p.pad, attr);
   refuse_reference_kernel(pd, "a " + std::to_string(k) + "x" + std::to_string(k) + " convolution");
   Step step{dn::convolution_forward(pd), {}};
   step.args[DNNL_ARG_SRC] = read(src);
@@ -156,7 +155,7 @@ int PlanBuilder::concat(const std::vector<int>& srcs) {
     }
     return dst;
   }
-  const dn::concat::primitive_desc pd({out, type_, layout_}, 1, mds, engine_);
+  const auto pd = onednn_compat::concat(engine_, {out, type_, layout_}, 1, mds);
   Step step{dn::concat(pd), {}};
   for (size_t i = 0; i < srcs.size(); ++i) step.args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = read(srcs[i]);
   return append(std::move(step), pd.dst_desc());
@@ -165,9 +164,7 @@ int PlanBuilder::concat(const std::vector<int>& srcs) {
 int PlanBuilder::max_pool(int src, int64_t k, int64_t stride, int64_t pad) {
   const dims in = shape(src);
   const dims out{in[0], in[1], (in[2] + 2 * pad - k) / stride + 1, (in[3] + 2 * pad - k) / stride + 1};
-  const dn::pooling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::pooling_max, desc(src),
-                                    {out, type_, layout_}, {stride, stride}, {k, k}, {pad, pad}, {pad, pad});
-  const dn::pooling_forward::primitive_desc pd(d, engine_);
+  const auto pd = onednn_compat::max_pool(engine_, desc(src), {out, type_, layout_}, k, stride, pad);
   refuse_reference_kernel(pd, "a max pool");
   return append({dn::pooling_forward(pd), {{DNNL_ARG_SRC, read(src)}}}, pd.dst_desc());
 }
@@ -175,9 +172,7 @@ int PlanBuilder::max_pool(int src, int64_t k, int64_t stride, int64_t pad) {
 int PlanBuilder::upsample_nearest(int src, int64_t factor) {
   const dims in = shape(src);
   const dims out{in[0], in[1], in[2] * factor, in[3] * factor};
-  const dn::resampling_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::resampling_nearest, desc(src),
-                                       {out, type_, layout_});
-  const dn::resampling_forward::primitive_desc pd(d, engine_);
+  const auto pd = onednn_compat::nearest(engine_, desc(src), {out, type_, layout_});
   refuse_reference_kernel(pd, "an upsample");
   return append({dn::resampling_forward(pd), {{DNNL_ARG_SRC, read(src)}}}, pd.dst_desc());
 }

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "onednn_compat.hpp"
+
 namespace yolotrain::predict::detail {
 
 // Short names for the oneDNN types the plan's files use.
@@ -113,7 +115,7 @@ class PlanBuilder {
   int add(const dnnl::memory::desc& md);
   int append(Step step, const dnnl::memory::desc& dst_desc);
   const dnnl::memory& read(int v);  // as a step's source: extends its life to that step
-  dnnl::memory::dims shape(int v) const { return desc(v).dims(); }
+  dnnl::memory::dims shape(int v) const { return onednn_compat::dims_of(desc(v)); }
   dnnl::memory::desc desc(int v) const { return values_[static_cast<std::size_t>(v)].memory.get_desc(); }
   int64_t block() const;
 

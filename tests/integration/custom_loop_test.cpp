@@ -4,7 +4,7 @@
 #include "custom_loop.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 #include <signal.h>
 

@@ -1,7 +1,7 @@
 // examples/train_from_memory: the trainer on a program's in-memory samples, with real signals.
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <signal.h>
 
 #include "test_support.hpp"

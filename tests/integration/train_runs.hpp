@@ -1,7 +1,7 @@
 #pragma once
 // The yolo_train runs the integration tests compare: the arguments of a small run on the tiny
 // shapes set, its exported weights, and those of the uninterrupted run (computed once per process).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <filesystem>
 #include <string>

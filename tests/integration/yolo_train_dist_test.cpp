@@ -7,7 +7,7 @@
 
 #include "yolotrain/lifecycle/files/folder_lock.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 #include <signal.h>
 

@@ -1,6 +1,6 @@
 // Integration tests of `yolo_train predict` and of training that starts from Ultralytics' own
 // .pt weights: real processes, real signals, the genuine files in ../shared.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <signal.h>
 
 #include <fstream>

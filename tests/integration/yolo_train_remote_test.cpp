@@ -5,7 +5,7 @@
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/remote/remote_mirror.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 #include <signal.h>
 

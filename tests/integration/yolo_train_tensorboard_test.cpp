@@ -3,7 +3,7 @@
 // with python3-crc32c, the protobuf wire format decoded by hand).
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 #include <signal.h>
 

@@ -8,7 +8,7 @@
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/plot_results.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 #include <signal.h>
 

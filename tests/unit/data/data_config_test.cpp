@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "data_test_support.hpp"
 #include "test_support.hpp"

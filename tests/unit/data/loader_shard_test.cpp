@@ -1,7 +1,7 @@
 // The loader's sharding across ranks (DistributedSampler semantics) and the global-sample resume rule.
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <set>
 

@@ -1,6 +1,6 @@
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -2,7 +2,7 @@
 // images written to a folder, bad samples named, pixel buffers taken in.
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdio>
 #include <fstream>

@@ -1,6 +1,6 @@
 #include "yolotrain/dist/dist_env.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "dist_test_support.hpp"
 #include "yolotrain/error.hpp"

@@ -1,7 +1,7 @@
 // Real processes on 127.0.0.1: two dist_test_workers per test (see dist_test_worker.cpp).
 #include <ATen/ATen.h>
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <signal.h>
 

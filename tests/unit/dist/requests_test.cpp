@@ -1,6 +1,6 @@
 #include "yolotrain/dist/requests.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 #include <csignal>

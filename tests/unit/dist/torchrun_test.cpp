@@ -1,6 +1,6 @@
 // scripts/torchrun: Debian's torchrun (torch 1.13, Python 3.11) with its start-up crash worked
 // around, and the same command line as a current torchrun.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <signal.h>
 

@@ -1,6 +1,6 @@
 #include "yolotrain/dist/watchdog.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <mutex>
 #include <thread>

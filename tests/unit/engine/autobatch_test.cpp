@@ -5,7 +5,7 @@
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/error.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 #include <functional>

@@ -3,7 +3,7 @@
 
 #include "yolotrain/engine/callback_list.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -4,7 +4,7 @@
 #include "run_outputs.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace en = yolotrain::engine;
 

@@ -2,7 +2,7 @@
 
 #include "mixed_precision.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <limits>
 

@@ -1,6 +1,6 @@
 #include "progress_line.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace en = yolotrain::engine;
 

@@ -4,7 +4,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace en = yolotrain::engine;
 namespace lc = yolotrain::lifecycle;

@@ -1,7 +1,7 @@
 // RunLog: the run's words on the terminal and in train.log.
 #include "run_log.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "test_support.hpp"
 

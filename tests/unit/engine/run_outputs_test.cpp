@@ -4,7 +4,7 @@
 #include "run_log.hpp"
 #include "run_outputs.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "test_support.hpp"
 

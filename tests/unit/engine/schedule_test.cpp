@@ -4,7 +4,7 @@
 #include "optimizer.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using namespace yolotrain::engine;
 

@@ -5,7 +5,7 @@
 #include "tensorboard/event_file.hpp"
 #include "yolotrain/engine/tensorboard_logger.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "test_support.hpp"
 

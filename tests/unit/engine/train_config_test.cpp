@@ -4,7 +4,7 @@
 #include "yolotrain/lifecycle/files/atomic_file.hpp"
 #include "yolotrain/predict/predict_config.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <csignal>
 

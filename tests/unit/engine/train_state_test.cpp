@@ -3,7 +3,7 @@
 
 #include "train_state.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "yolotrain/error.hpp"
 

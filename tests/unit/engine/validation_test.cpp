@@ -3,7 +3,7 @@
 #include "yolotrain/engine/validate.hpp"
 #include "yolotrain/metrics/validator.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <filesystem>
 #include <optional>

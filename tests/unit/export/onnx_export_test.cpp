@@ -13,7 +13,7 @@
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/predict/preprocess.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <fstream>
 

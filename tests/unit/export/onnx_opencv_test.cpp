@@ -5,7 +5,7 @@
 #include "export_test_support.hpp"
 #include "yolotrain/export/onnx_export.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <fstream>
 

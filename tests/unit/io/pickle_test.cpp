@@ -1,6 +1,6 @@
 #include "yolotrain/io/pickle.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 

@@ -7,7 +7,7 @@
 #include "yolotrain/lifecycle/files/sha256.hpp"
 #include "yolotrain/nn/weights.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <fstream>
 

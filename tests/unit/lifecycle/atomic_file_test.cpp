@@ -1,7 +1,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/files/atomic_file.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -3,7 +3,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <fstream>
 #include <thread>

@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/control/control_token.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <sys/resource.h>
 
 #include <csignal>

@@ -3,7 +3,7 @@
 #include "test_support.hpp"
 #include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <stdexcept>
 

@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/files/folder_lock.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>

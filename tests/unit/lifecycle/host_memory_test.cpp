@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/memory/host_memory.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>

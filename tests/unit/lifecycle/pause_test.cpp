@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/control/pause.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <functional>
 #include <thread>

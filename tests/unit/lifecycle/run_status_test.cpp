@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/status/run_status.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 
 #include <sstream>

@@ -3,7 +3,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/files/safetensors.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <nlohmann/json.hpp>
 
 namespace lc = yolotrain::lifecycle;

@@ -1,6 +1,6 @@
 #include "yolotrain/lifecycle/files/sha256.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <string>
 

@@ -5,7 +5,7 @@
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/control/signal_binding.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -3,7 +3,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace yl = yolotrain::loss;
 using yl::IouKind;

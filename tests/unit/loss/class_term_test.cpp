@@ -2,7 +2,7 @@
 
 #include "class_term.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace {
 

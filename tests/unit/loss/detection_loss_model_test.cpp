@@ -3,7 +3,7 @@
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 

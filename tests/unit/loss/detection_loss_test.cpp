@@ -4,7 +4,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 #include <vector>

@@ -4,7 +4,7 @@
 #include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/loss/task_aligned_assigner.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

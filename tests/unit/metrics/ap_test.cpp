@@ -4,7 +4,7 @@
 #include "yolotrain/metrics/ap.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

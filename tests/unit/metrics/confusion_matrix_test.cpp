@@ -3,7 +3,7 @@
 #include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/validator.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

@@ -3,7 +3,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/metrics/nms.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

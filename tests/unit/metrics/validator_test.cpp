@@ -4,7 +4,7 @@
 #include "yolotrain/metrics/boxes.hpp"
 #include "yolotrain/metrics/validator.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

@@ -3,7 +3,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/nn/anchors.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace nn = yolotrain::nn;
 

@@ -5,7 +5,7 @@
 #include "yolotrain/nn.hpp"
 #include "yolotrain/torch_compat.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace nn = yolotrain::nn;
 

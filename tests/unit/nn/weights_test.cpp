@@ -4,7 +4,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/nn.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "test_support.hpp"
 

@@ -11,7 +11,7 @@
 #include "yolotrain/nn.hpp"
 #include "yolotrain/predict/preprocess.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 #include <cstdlib>

@@ -3,7 +3,7 @@
 #include "yolotrain/metrics/det_metrics.hpp"
 #include "yolotrain/plots/plot_curves.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 namespace yp = yolotrain::plots;
 

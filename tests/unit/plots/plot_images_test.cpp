@@ -3,7 +3,7 @@
 #include "yolotrain/plots/plot_images.hpp"
 #include "yolotrain/plots/box_label.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdlib>
 

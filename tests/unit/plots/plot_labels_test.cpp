@@ -1,4 +1,4 @@
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "yolotrain/plots/plot_labels.hpp"
 #include "yolotrain/plots/box_label.hpp"

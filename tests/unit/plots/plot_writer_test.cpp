@@ -1,6 +1,6 @@
 #include "yolotrain/plots/plot_writer.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <stdexcept>
 

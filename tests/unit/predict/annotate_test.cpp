@@ -1,6 +1,6 @@
 #include "yolotrain/predict/annotate.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 using yolotrain::data::Image;
 using yolotrain::predict::class_color;

@@ -1,6 +1,6 @@
 #include "arena_layout.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <random>
 

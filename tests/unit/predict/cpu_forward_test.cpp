@@ -4,7 +4,7 @@
 
 #include "cpu_forward.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <filesystem>
 

@@ -6,7 +6,7 @@
 #include "cpu_forward.hpp"
 #include "onednn_net.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cmath>
 #include <filesystem>

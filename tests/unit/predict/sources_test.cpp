@@ -1,6 +1,6 @@
 #include "yolotrain/predict/sources.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <fstream>
 

@@ -4,7 +4,7 @@
 
 #include "yolotrain/remote/remote_mirror.hpp"
 
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <fstream>
 #include <thread>

@@ -1,7 +1,7 @@
 // S3Client against AWS's own published Signature V4 examples (the S3 documentation's example
 // requests, their credentials, date and expected signatures), a one-shot HTTP server that records
 // what the client sends and answers as told, and S3Settings from the environment.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -191,7 +191,9 @@ TEST_CASE("S3 errors say what failed, whether to retry, and never the secret", "
     } catch (const yolotrain::remote::S3Error& e) {
       CHECK(e.transient);
       CHECK(e.http_status == 0);
-      CHECK_THAT(e.what(), Catch::Contains("GET s3://examplebucket/k at http://s3.amazonaws.com: Couldn't connect"));
+      // libcurl's own words follow (curl 7.88: "Couldn't connect to server", 8.14: "Could not connect ...").
+      CHECK_THAT(e.what(), Catch::Contains("GET s3://examplebucket/k at http://s3.amazonaws.com: Could"));
+      CHECK_THAT(e.what(), Catch::Contains("connect to server"));
     }
   }
 }

@@ -1,0 +1,34 @@
+// deterministic=: the switches Ultralytics' init_seeds(seed, deterministic) sets.
+#include <ATen/Context.h>
+
+#include "determinism.hpp"
+
+#include "catch.hpp"
+
+#include <cstdlib>
+#include <string>
+
+using yolotrain::engine::apply_determinism;
+
+TEST_CASE("deterministic=true sets torch's deterministic algorithms, cuDNN's and cuBLAS' workspace", "[engine]") {
+  unsetenv("CUBLAS_WORKSPACE_CONFIG");
+  apply_determinism(true);
+  CHECK(at::globalContext().deterministicAlgorithms());
+  CHECK(at::globalContext().deterministicAlgorithmsWarnOnly());  // warn, never fail, as Ultralytics asks
+  CHECK(at::globalContext().deterministicCuDNN());
+  REQUIRE(std::getenv("CUBLAS_WORKSPACE_CONFIG") != nullptr);
+  CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":4096:8");
+
+  apply_determinism(false);  // a second run in the same program asks for the opposite
+  CHECK_FALSE(at::globalContext().deterministicAlgorithms());
+  CHECK_FALSE(at::globalContext().deterministicCuDNN());
+}
+
+TEST_CASE("deterministic=true keeps a cuBLAS workspace the environment already sets", "[engine]") {
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8", 1);
+  apply_determinism(true);
+  CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":16:8");
+  apply_determinism(false);
+  CHECK(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")) == ":16:8");
+  unsetenv("CUBLAS_WORKSPACE_CONFIG");
+}
