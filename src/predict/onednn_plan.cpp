@@ -37,8 +37,10 @@ at::Tensor nchw_view(const dn::memory& m, ftag layout, dn::memory::data_type typ
 
 at::Tensor to_nchw(const dn::memory& m, ftag layout, dn::memory::data_type type) {
   at::Tensor v = nchw_view(m, layout, type);
-  if (v.dim() == 5)
-    v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, onednn_compat::dims_of(m.get_desc())[1]);
+  if (v.dim() == 5) {
+    const int64_t channels = onednn_compat::dims_of(m.get_desc())[1];
+    v = v.reshape({v.size(0), v.size(1) * v.size(2), v.size(3), v.size(4)}).slice(1, 0, channels);
+  }
   return v.to(at::kFloat);
 }
 
