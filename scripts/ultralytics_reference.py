@@ -182,7 +182,8 @@ def load_model(path, fuse=False):
     """The checkpoint's model (its EMA when present) in float32 eval mode, fused when asked."""
     if not any(isinstance(f, _StubFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _StubFinder())
-    ckpt = torch.load(path, map_location="cpu")
+    # An Ultralytics .pt pickles its model classes: torch >= 2.6 loads only weights by default.
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
     model = ckpt.get("ema") or ckpt["model"]
 
     def walk(m):
