@@ -138,7 +138,7 @@ struct ProcessGroup::Impl {
 // libtorch asks for the libuv store backend by default since 2.4; one built without libuv (Debian
 // 13's 2.6) refuses that before it opens anything ("use_libuv was requested but PyTorch was built
 // without libuv support"): the classic backend then, which every libtorch has.
-c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, c10d::TCPStoreOptions so) {
+static c10::intrusive_ptr<c10d::Store> make_tcp_store(const std::string& host, c10d::TCPStoreOptions so) {
 #if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
   try {
     return c10::make_intrusive<c10d::TCPStore>(host, so);
