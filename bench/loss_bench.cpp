@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "yolotrain/engine/cpu_threads.hpp"
 #include "yolotrain/loss.hpp"
 #include "yolotrain/metrics.hpp"
 
@@ -103,7 +104,7 @@ void bench_nms(int64_t n) {
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  at::set_num_threads(threads);
+  yolotrain::engine::use_cpu_threads(threads);  // as yolo_train does
   at::manual_seed(0);
   std::printf("threads %d\n", at::get_num_threads());
   const char* trace = argc > 2 ? argv[2] : nullptr;

@@ -2,7 +2,8 @@
 // Run: build/bench/nn_bench [model=yolov8n.yaml] [batch=8] [iters=3] [threads=2] [sizes=320,640]
 // Prints figures only; it asserts nothing.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
+
+#include "yolotrain/engine/cpu_threads.hpp"
 
 #include "yolotrain/nn.hpp"
 
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   std::stringstream ss(argc > 5 ? argv[5] : "320,640");
   for (std::string s; std::getline(ss, s, ',');) sizes.push_back(std::stoll(s));
 
-  at::set_num_threads(threads);
+  yolotrain::engine::use_cpu_threads(threads);  // as yolo_train does
   nn::DetectionModel model{nn::DetectionModelOptions(name)};
   model->train();
   std::printf("%s\n", nn::summarize(*model).to_string().c_str());

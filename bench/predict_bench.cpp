@@ -12,7 +12,7 @@
 // onednn-nhwc-bf16,onednn-nchw16c-bf16 where the CPU computes bfloat16 natively.
 // model=yolov8n.yaml benchmarks a freshly initialised nc-80 yolov8n; the default is the shared
 // Ultralytics best.pt (nc 3). Prints figures only.
-#include <ATen/Parallel.h>
+#include "yolotrain/engine/cpu_threads.hpp"
 
 #include "bench_args.hpp"
 #include "yolotrain/engine/trainer.hpp"
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       {"imgsz", "640"}, {"threads", "2"}, {"images", "16"}, {"rounds", "5"},
       {"batch", "1"},   {"paths", "all"}, {"conf", "0.25"}};
   if (!yolotrain::bench::parse_args("predict_bench", argc, argv, a)) return 2;
-  at::set_num_threads(std::stoi(a["threads"]));
+  yolotrain::engine::use_cpu_threads(std::stoi(a["threads"]));  // as yolo_train does
   fs::path weights = a["model"];
   if (weights.extension() == ".yaml") {  // a fresh model, written once to a temporary file
     yolotrain::nn::DetectionModel fresh{yolotrain::nn::DetectionModelOptions(a["model"])};

@@ -30,7 +30,8 @@ declare -A seen=() pkgs=() direct=()
 queue=()
 while IFS= read -r bin; do
   for lib in $(needed "$bin"); do direct[$lib]=1; queue+=("$lib"); done
-done < <(find "$build" -type f -executable \( -name '*.so*' -o ! -name '*.*' \) ! -path '*/CMakeFiles/*')
+done < <(find "$build" -type f -executable \( -name '*.so*' -o ! -name '*.*' \) ! -path '*/CMakeFiles/*'
+         readlink -f "$(command -v protoc)")   # protoc, which the build runs: its libprotoc by its own name
 while ((${#queue[@]})); do
   lib=${queue[0]}; queue=("${queue[@]:1}")
   [[ -n ${seen[$lib]:-} || $lib == libyolotrain* || $lib == libtorch* || $lib == libc10* ]] && continue
@@ -53,7 +54,7 @@ for lib in "${!direct[@]}"; do
   dev=$(owner "${path%%.so*}.so")
   [[ -n $dev && ! $dev =~ $skip_re ]] && pkgs[$dev]=1
 done
-pkgs[protobuf-compiler]=1; pkgs[libprotoc32]=1   # protoc, which the build runs
+pkgs[protobuf-compiler]=1                          # protoc itself (its libraries: above)
 pkgs[zlib1g-dev]=1                                 # find_package(PNG) asks for zlib too
 # Multi-arch names carry ":amd64" in dpkg -S; apt-get download takes the plain name.
 mapfile -t list < <(printf '%s\n' "${!pkgs[@]}" | sed 's/:amd64$//' | sort -u)

@@ -156,16 +156,4 @@ RunResult Trainer::run(lc::ControlToken& token) {
   return result;
 }
 
-bool prefer_avx512_kernels() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (!avx512 || std::getenv("ATEN_CPU_CAPABILITY") != nullptr) return false;
-  return setenv("ATEN_CPU_CAPABILITY", "avx512", 0) == 0;
-#else
-  return false;
-#endif
-}
-
 }  // namespace yolotrain::engine

@@ -87,7 +87,7 @@ std::optional<io::ModelWeights> read_start_weights(const std::string& path) {
 void Trainer::Run::build() {
   device = run_device(cfg.device, ranks.local_rank());
   if (device.is_cuda() && device.has_index()) lc::cuda_set_current_device(device.index());
-  torch::set_num_threads(intra_op_threads(cfg.threads, ranks.local_world_size()));
+  use_cpu_threads(intra_op_threads(cfg.threads, ranks.local_world_size()));
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   apply_determinism(cfg.deterministic);
   const bool from_weights = io::is_weights_file(cfg.model);

@@ -9,6 +9,7 @@
 
 #include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/dataset.hpp"
+#include "yolotrain/engine/cpu_threads.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
@@ -186,7 +187,7 @@ TrainConfig val_config(const std::vector<std::string>& args) {
 
 ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
   const io::ModelWeights weights = load_val_weights(cfg);
-  torch::set_num_threads(intra_op_threads(cfg.threads));
+  use_cpu_threads(intra_op_threads(cfg.threads));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml))
     throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");

@@ -32,7 +32,7 @@ struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, dnnl::memory> args;
   /// Set for a step libtorch runs (PlanBuilder::host): called with `args` instead of the primitive.
-  std::function<void(const std::unordered_map<int, dnnl::memory>&)> host;
+  std::function<void(const std::unordered_map<int, dnnl::memory>&)> host = nullptr;
 };
 
 struct Plan {

@@ -10,6 +10,7 @@
 
 #include "../engine/run_folder.hpp"
 #include "cpu_forward.hpp"
+#include "yolotrain/engine/cpu_threads.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/predict/annotate.hpp"
 #include "yolotrain/predict/sources.hpp"
@@ -76,7 +77,7 @@ struct Totals {
 
 PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlToken& token, std::ostream& out,
                              std::ostream& err) {
-  torch::set_num_threads(engine::intra_op_threads(cfg.threads));  // every core unless told, as training
+  engine::use_cpu_threads(engine::intra_op_threads(cfg.threads));  // every core unless told, as training
   // Bad weights or a source that names nothing: the command line must change (exit 2).
   std::optional<Predictor> loaded;
   SourceFiles files;

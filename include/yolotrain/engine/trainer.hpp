@@ -12,6 +12,7 @@
 
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/engine/callback_list.hpp"
+#include "yolotrain/engine/cpu_threads.hpp"
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/lifecycle/control/control_token.hpp"
 #include "yolotrain/lifecycle/status/run_status.hpp"
@@ -169,12 +170,5 @@ class Trainer {
   TrainerCallbacks callbacks_;
   std::optional<TrainingData> data_;
 };
-
-/// Lets ATen use its AVX-512 kernels where the CPU has them (libtorch 1.13 defaults to AVX2 for
-/// its own kernels: BatchNorm, SiLU, the loss's elementwise work; a yolov8n training step at imgsz
-/// 320 went from 11.1 to 11.6 images/s on a quiet machine here). ATen reads the choice once, at its first CPU
-/// kernel, so call this first thing in main(); it does nothing when ATEN_CPU_CAPABILITY is set
-/// already or the CPU lacks AVX-512. Returns whether it set it.
-bool prefer_avx512_kernels();
 
 }  // namespace yolotrain::engine
