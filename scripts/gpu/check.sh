@@ -8,7 +8,8 @@
 #                                 AutoBatch, the loader curve (data_bench)
 # Needs, beside the checkout: .gpudeps/{sysroot.tar.xz,env.sh} (scripts/gpu/gather-deps.sh) and
 # .gpudata/datasets/{coco128,bccd} (copies of ../shared/datasets/...). Writes figures to $OUT/summary-<phase>.txt
-# and every log to $OUT/logs-<phase>.tar.gz. YT_DEVICE=cpu rehearses it on a CPU machine.
+# and every log to $OUT/logs-<phase>.tar.gz. YT_DEVICE=cpu rehearses it on a CPU machine
+# (YT_GPU_DEPS: another gathered folder; YT_GPU_BUILD, YT_GPU_WORK: where to build and run).
 set -uo pipefail
 phase=${1:?usage: check.sh build|bench}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -27,12 +28,14 @@ trap finish EXIT
 cd "$root"
 
 # --- environment -------------------------------------------------------------------------------
-deps=$root/.gpudeps
+deps=${YT_GPU_DEPS:-$root/.gpudeps}
 if [ ! -d "$deps/sysroot" ]; then tar -C "$deps" -xJf "$deps/sysroot.tar.xz" || { say "no .gpudeps/sysroot.tar.xz"; exit 2; }; fi
 # shellcheck disable=SC1091
 source "$deps/env.sh"
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/nvidia/lib:${LD_LIBRARY_PATH:-}
-torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+# YT_TORCH_PREFIX: a libtorch's CMake folder where PyTorch's own has none (Debian's python3-torch;
+# its libtorch-dev's /usr/share/cmake/Torch then), as in the CPU rehearsal.
+torch_prefix=${YT_TORCH_PREFIX:-$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null)}
 # A CUDA PyTorch's c10d headers include <nccl.h>, which the CUDA toolkit does not ship: the
 # nvidia-nccl wheel beside torch does.
 nccl_inc=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null)
@@ -68,6 +71,8 @@ build_it() {
   say "headers taken from the gathered libraries before PyTorch's: $(ls "$first" | tr '\n' ' ')"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DYOLOTRAIN_BUILD_BENCH=ON \
     -DCMAKE_PREFIX_PATH="$YT_DEPS_PREFIX;$torch_prefix" -DOPENSSL_ROOT_DIR="$YT_DEPS_PREFIX" \
+    -DOPENSSL_INCLUDE_DIR="$YT_DEPS_PREFIX/include" \
+    -DOPENSSL_CRYPTO_LIBRARY="$YT_DEPS_PREFIX/lib/x86_64-linux-gnu/libcrypto.so" \
     -DYOLOTRAIN_SHARED_DIR="$root/.gpudata" -DCMAKE_CXX_FLAGS="-I$first" >"$work/logs/configure.log" 2>&1 ||
     { tail -30 "$work/logs/configure.log" | tee -a "$summary"; exit 1; }
   say "$(grep YOLOTRAIN_WITH_CUDA "$build/CMakeCache.txt")"

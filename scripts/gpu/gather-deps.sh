@@ -89,7 +89,7 @@ export YT_DEPS_PREFIX=$d/sysroot/usr
 export LD_LIBRARY_PATH=$lib:$lib/blas:$lib/lapack:$d/sysroot/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_PATH=$lib/pkgconfig:$d/sysroot/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export PKG_CONFIG_SYSROOT_DIR=$d/sysroot   # the .pc files say prefix=/usr
-export CPATH=$d/sysroot/usr/include${CPATH:+:$CPATH}
+export CPATH=$d/sysroot/usr/include:$d/sysroot/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}  # + multiarch: opensslconf.h
 export PATH=$d/sysroot/usr/bin:$PATH        # protoc
 ENV
 echo "gathered ${#list[@]} packages into $out/sysroot ($(du -sh "$out/sysroot" | cut -f1)," \
