@@ -6,6 +6,9 @@ stubbed (plain objects that keep their attributes), and their forward code is tr
 from Ultralytics 8.3.58 (nn/modules/conv.py Conv.forward / forward_fuse and DWConv; block.py
 Bottleneck, C2f, C3k2 (C2f's forward), C3 / C3k, SPPF, Attention, PSABlock, C2PSA; head.py
 Detect.forward and _inference; nn/tasks.py BaseModel._predict_once and fuse();
+and from 8.4.117 for YOLO26 files: SPPF's n and shortcut, C3k2's attention blocks (a Sequential
+of Bottleneck and PSABlock), the end-to-end Detect (reg_max 1 without DFL, the one-to-one
+branch, xyxy decoding and Detect.postprocess's top-k);
 utils/torch_utils.py fuse_conv_and_bn). YOLOv8 (8.2.82) files run through the same code: their
 modules are a subset. torch's own Conv2d, BatchNorm2d, SiLU, MaxPool2d and Upsample run as they are.
 
@@ -13,7 +16,8 @@ As a module: bench/ultralytics_forward.py times load_model(path, fuse=True).
 As a program (used by tests/unit/nn/yolo11_test.cpp):
   ultralytics_reference.py MODEL.pt INPUT.f32 B H W OUTPUT.f32
 reads a float32 [B, 3, H, W] input, runs the unfused eval forward (what `model.val()` runs) and
-writes float32: the decoded [B, 4 + nc, A] output, then each level's raw [B, no, h, w] output.
+writes float32: the decoded [B, 4 + nc, A] output, then each level's raw [B, no, h, w] output
+(an end-to-end head: the top-k [B, k, 6] output, then the one-to-many levels, then the one-to-one).
   ultralytics_reference.py --yaml MODEL.yaml SCALE NC WEIGHTS INPUT.f32 B H W OUTPUT.f32
 does the same for a network built from a model YAML by a transcription of Ultralytics 8.3.58's
 parse_model and module constructors (build_model below: the scales no genuine file exists for),
@@ -93,11 +97,11 @@ def run(m, x):
         return run(mods["cv2"], torch.cat(y, 1))
     if name in ("C3", "C3k"):
         return run(mods["cv3"], torch.cat((run(mods["m"], run(mods["cv1"], x)), run(mods["cv2"], x)), 1))
-    if name == "SPPF":
-        x = run(mods["cv1"], x)
-        y1 = mods["m"](x)
-        y2 = mods["m"](y1)
-        return run(mods["cv2"], torch.cat((x, y1, y2, mods["m"](y2)), 1))
+    if name == "SPPF":  # 8.4: n poolings (8.3: 3) and an optional shortcut; cv1.act as pickled
+        y = [run(mods["cv1"], x)]
+        y.extend(mods["m"](y[-1]) for _ in range(d.get("n", 3)))
+        y = run(mods["cv2"], torch.cat(y, 1))
+        return y + x if d.get("add", False) else y
     if name == "Attention":
         return attention(m, x)
     if name == "PSABlock":
@@ -127,21 +131,53 @@ def make_anchors(feats, strides, offset=0.5):
     return torch.cat(points).transpose(0, 1), torch.cat(stride_tensor).transpose(0, 1)
 
 
-def detect(m, xs):
-    """Detect.forward in eval mode: (decoded [B, 4 + nc, A], raw levels)."""
+def head_levels(m, xs, box_head, cls_head):
+    """One branch of Detect: cat(box, cls) per level."""
+    mods = m.__dict__["_modules"]
+    return [torch.cat((run(mods[box_head]._modules[str(i)], x), run(mods[cls_head]._modules[str(i)], x)), 1)
+            for i, x in enumerate(xs)]
+
+
+def decode(m, levels, xyxy):
+    """Detect._inference: boxes (DFL unless reg_max is 1, 8.4) and sigmoid scores, [B, 4 + nc, A]."""
     d, mods = m.__dict__, m.__dict__["_modules"]
-    for i in range(d["nl"]):
-        xs[i] = torch.cat((run(mods["cv2"]._modules[str(i)], xs[i]), run(mods["cv3"]._modules[str(i)], xs[i])), 1)
-    b = xs[0].shape[0]
-    anchors, strides = make_anchors(xs, d["stride"].tolist())
-    x_cat = torch.cat([xi.view(b, d["no"], -1) for xi in xs], 2)
+    b = levels[0].shape[0]
+    anchors, strides = make_anchors(levels, d["stride"].tolist())
+    x_cat = torch.cat([xi.view(b, d["no"], -1) for xi in levels], 2)
     box, cls = x_cat.split((d["reg_max"] * 4, d["nc"]), 1)
     a = box.shape[2]
-    dist = mods["dfl"]._modules["conv"](box.view(b, 4, d["reg_max"], a).transpose(2, 1).softmax(1)).view(b, 4, a)
-    lt, rb = dist.chunk(2, 1)
+    if d["reg_max"] > 1:
+        box = mods["dfl"]._modules["conv"](box.view(b, 4, d["reg_max"], a).transpose(2, 1).softmax(1)).view(b, 4, a)
+    lt, rb = box.chunk(2, 1)
     x1y1, x2y2 = anchors.unsqueeze(0) - lt, anchors.unsqueeze(0) + rb
-    dbox = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * strides
-    return torch.cat((dbox, cls.sigmoid()), 1), xs
+    dbox = (torch.cat((x1y1, x2y2), 1) if xyxy else torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1)) * strides
+    return torch.cat((dbox, cls.sigmoid()), 1)
+
+
+def top_k(preds, nc, max_det):
+    """Detect.postprocess / get_topk_index (8.4.117; not agnostic, one group): [B, k, 6]."""
+    batch, anchors, _ = preds.shape
+    boxes, scores = preds.split([4, nc], dim=-1)
+    k = min(max_det, anchors)
+    ori_index = scores.max(dim=-1)[0].topk(k, dim=1)[1].unsqueeze(-1)
+    scores = scores.gather(dim=1, index=ori_index.expand(-1, -1, nc))
+    scores, index = scores.flatten(1).topk(k, dim=1)
+    idx = ori_index.gather(dim=1, index=(index // nc).unsqueeze(-1))
+    boxes = boxes.gather(dim=1, index=idx.expand(-1, -1, 4))
+    return torch.cat([boxes, scores[..., None], (index % nc)[..., None].float()], dim=-1)
+
+
+def detect(m, xs):
+    """Detect.forward in eval mode: (output, raw levels). The output is decoded [B, 4 + nc, A]; for an
+    end-to-end head (8.4: one2one_cv2 / one2one_cv3 present) the one-to-one branch's top-k [B, k, 6],
+    and the raw levels are the one-to-many branch's followed by the one-to-one branch's."""
+    d, mods = m.__dict__, m.__dict__["_modules"]
+    one2many = head_levels(m, xs, "cv2", "cv3")
+    if mods.get("one2one_cv2") is None or not d.get("_end2end", True):
+        return decode(m, one2many, False), one2many
+    one2one = head_levels(m, xs, "one2one_cv2", "one2one_cv3")
+    out = top_k(decode(m, one2one, True).permute(0, 2, 1), d["nc"], d.get("max_det", 300))
+    return out, one2many + one2one
 
 
 def forward_levels(model, x):

@@ -95,7 +95,7 @@ build_phase() {
   step "[cuda] tests"
   for t in "$build/tests/unit/cuda/yolotrain_cuda_tests" "$build/tests/yolotrain_unit_tests"; do
     "$t" "[cuda]" -s -r compact >"$work/logs/$(basename "$t")-cuda.log" 2>&1
-    say "$(basename "$t") [cuda]: exit $? — $(tail -1 "$work/logs/$(basename "$t")-cuda.log")"
+    say "$(basename "$t") [cuda]: exit $? — $(grep -v "^\s*$" "$work/logs/$(basename "$t")-cuda.log" | tail -1)"
     grep -E "failed|FAILED|skipped|with expansion|batch 2:|items" "$work/logs/$(basename "$t")-cuda.log" | head -20 >>"$summary"
   done
 

@@ -89,14 +89,16 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   pass.loader->seek(0, 0);
   while (auto b = pass.loader->next()) {
     if (stopped()) break;
-    const auto feats = pass.net->forward(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
+    const nn::HeadOutputs heads =
+        pass.net->forward_heads(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
     if (pass.criterion) {
       const loss::Targets targets{b->batch_idx.to(pass.device), b->cls.to(pass.device), b->bboxes.to(pass.device)};
-      const at::Tensor items = (*pass.criterion)(feats, targets).items.to(torch::kCPU, torch::kDouble);
+      const at::Tensor items = (*pass.criterion)(heads.one2many, targets).items.to(torch::kCPU, torch::kDouble);
       for (int i = 0; i < 3; ++i) report.loss[i] += items[i].item<double>();
     }
     ++batches;
-    std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->decode(feats), nms);
+    nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
+    std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
     for (auto& p : preds) p = p.to(torch::kCPU);
     if (pass.plots && b->index < 3)
       plots::plot_validation_batch(*pass.plots, *b, preds, pass.net->names(), pass.plot_dir, pass.max_det);
@@ -201,7 +203,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
                       " has " + std::to_string(names.size()) + "; validate on the dataset it was trained on");
   }
   const torch::Device device = run_device(cfg.device);
-  nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names));
+  nn::DetectionModel net(
+      nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names).ultralytics(weights.builds_like));
   nn::load_state_dict(*net, weights.tensors, true, cfg.model);
   net->to(device);
   const c10::MemoryFormat format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
@@ -217,7 +220,10 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.pin_memory = device.is_cuda();
   opts.token = token;
   data::Loader loader(set, opts);
-  loss::DetectionLoss criterion(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  // The validation loss (v8DetectionLoss); none for an end-to-end head, whose E2ELoss yolotrain has
+  // not yet (Ultralytics' own `val` reports no loss either).
+  std::optional<loss::DetectionLoss> criterion;
+  if (!net->head()->options.end2end()) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;
   fs::path save_dir;
   std::string folder_warning;  // a folder that cannot be made costs the pictures, not the validation
@@ -227,7 +233,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
     folder_warning = "folder " + (fs::path(cfg.project) / cfg.name).string() + " not made: " + e.what();
   }
   if (!save_dir.empty()) writer = std::make_unique<plots::PlotWriter>();
-  ValidationPass pass{net,         &loader,        &criterion, device,       format,  cfg.iou,
+  ValidationPass pass{net,         &loader,        criterion ? &*criterion : nullptr, device, format, cfg.iou,
                       cfg.max_det, cfg.single_cls, token,      writer.get(), save_dir};
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");

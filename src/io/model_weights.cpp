@@ -72,6 +72,7 @@ ModelWeights from_checkpoint(const fs::path& path) {
   if (w.tensors.empty()) throw Error(path.string() + " holds no EMA weights: is it a yolo_train checkpoint?");
   w.model_yaml = model_of_config(c.meta.config);
   if (const auto it = c.meta.extra.find("names"); it != c.meta.extra.end()) w.names = decode_names(it->second);
+  if (const auto it = c.meta.extra.find("ultralytics"); it != c.meta.extra.end()) w.builds_like = it->second;
   w.format = "ytckpt";
   w.description = "yolo_train checkpoint (EMA, step " + std::to_string(c.meta.step) + ")";
   w.date = iso_date(c.meta.wall_time);
@@ -83,6 +84,7 @@ ModelWeights from_safetensors(const fs::path& path) {
   ModelWeights w;
   w.tensors = nn::read_safetensors(path, &metadata);
   if (const auto it = metadata.find("names"); it != metadata.end()) w.names = decode_names(it->second);
+  if (const auto it = metadata.find("ultralytics"); it != metadata.end()) w.builds_like = it->second;
   w.format = "safetensors";
   w.description = "safetensors weights";
   if (const auto it = metadata.find("date"); it != metadata.end()) w.date = it->second;
@@ -95,6 +97,7 @@ ModelWeights from_ultralytics(const fs::path& path) {
   w.tensors = std::move(pt.state_dict);
   w.model_yaml = model_yaml_from_weights(w.tensors, pt.scale, path.string());
   w.names = std::move(pt.names);
+  if (!pt.builds_like.empty()) w.builds_like = pt.builds_like;
   w.format = "pt";
   w.date = pt.date;
   w.description = "Ultralytics " + (pt.version.empty() ? std::string() : pt.version + " ") + "checkpoint (" +
@@ -109,7 +112,10 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 nn::DetectionModel build_model(const ModelWeights& weights, const std::string& source) {
-  nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml).nc(weights.nc).names(weights.names));
+  nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml)
+                             .nc(weights.nc)
+                             .names(weights.names)
+                             .ultralytics(weights.builds_like));
   nn::load_state_dict(*net, weights.tensors, true, source);
   return net;
 }
@@ -128,6 +134,9 @@ bool has_tensor(const lc::NamedTensors& tensors, const std::string& name) {
 }  // namespace
 
 std::string family_from_weights(const lc::NamedTensors& tensors) {
+  for (const auto& [name, t] : tensors) {  // YOLO26's end-to-end head has the one-to-one branch
+    if (name.find(".one2one_cv2.") != std::string::npos) return "yolo26";
+  }
   // YOLO11's Detect has the depthwise class branch: cv3.<level>.0 is a Sequential of two Convs.
   for (const auto& [name, t] : tensors) {
     if (name.find(".cv3.0.0.0.conv.weight") != std::string::npos) return "yolo11";
@@ -140,7 +149,7 @@ std::string scale_from_weights(const lc::NamedTensors& tensors, const std::strin
   for (const auto& [name, t] : tensors) {
     if (name != "model.0.conv.weight") continue;
     const int64_t c = t.size(0);
-    if (family == "yolo11") {
+    if (family == "yolo11" || family == "yolo26") {
       switch (c) {
         case 16: return "n";
         case 32: return "s";
@@ -148,7 +157,8 @@ std::string scale_from_weights(const lc::NamedTensors& tensors, const std::strin
         case 96: return "x";
       }
       throw Error(source + ": model.0.conv.weight has " + std::to_string(c) +
-                  " channels, which is no YOLO11 scale (16 n, 32 s, 64 m/l, 96 x)");
+                  " channels, which is no " + (family == "yolo11" ? "YOLO11" : "YOLO26") +
+                  " scale (16 n, 32 s, 64 m/l, 96 x)");
     }
     switch (c) {
       case 16: return "n";

@@ -80,6 +80,7 @@ class ModelReader {
     }
     if (depth > 32) throw Error(name_ + ": modules nested more than 32 deep");
     const PickleValue& state = *module->state;
+    if (ends_with(cls, ".SPPF")) note_sppf(state, prefix);
     std::set<std::string> non_persistent;
     if (PickleRef np = state.get("_non_persistent_buffers_set"); np && np->kind == Kind::Set) {
       for (const auto& n : np->items) non_persistent.insert(n->s);
@@ -104,7 +105,31 @@ class ModelReader {
     }
   }
 
+
+ public:
+  /// "8.3" or "8.4" from the SPPF's cv1 activation; empty before an SPPF was seen.
+  const std::string& builds_like() const { return builds_like_; }
+
+ private:
+  static bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  }
+
+  // SPPF.cv1.act: SiLU up to 8.3, Identity since 8.4.0 (the state dict cannot tell them apart).
+  void note_sppf(const PickleValue& sppf, const std::string& prefix) {
+    const PickleRef modules = sppf.get("_modules");
+    const PickleRef cv1 = modules && modules->kind == Kind::Dict ? modules->get("cv1") : nullptr;
+    const PickleRef cv1_modules = cv1 && cv1->state ? cv1->state->get("_modules") : nullptr;
+    const PickleRef act = cv1_modules && cv1_modules->kind == Kind::Dict ? cv1_modules->get("act") : nullptr;
+    if (!act) throw Error(name_ + ": the SPPF '" + prefix + "' has no cv1.act");
+    const std::string act_cls = act->class_name();
+    if (ends_with(act_cls, ".SiLU")) builds_like_ = "8.3";
+    else if (ends_with(act_cls, ".Identity")) builds_like_ = "8.4";
+    else throw Error(name_ + ": the SPPF '" + prefix + "' has a cv1 activation " + act_cls + ", not SiLU or Identity");
+  }
+
   std::string name_;
+  std::string builds_like_;
 };
 
 std::vector<std::string> class_names(const PickleRef& names, const std::string& file) {
@@ -162,9 +187,12 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
   if (cls.rfind("ultralytics.", 0) != 0 || cls.size() < wanted.size() ||
       cls.compare(cls.size() - wanted.size(), wanted.size(), wanted) != 0) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
-                "; yolotrain reads detection models (ultralytics.nn.tasks.DetectionModel: YOLOv8, YOLO11) only");
+                "; yolotrain reads detection models (ultralytics.nn.tasks.DetectionModel: YOLOv8, YOLO11, YOLO26) "
+                "only");
   }
-  ModelReader(file).collect(model, "", out.state_dict);
+  ModelReader reader(file);
+  reader.collect(model, "", out.state_dict);
+  out.builds_like = reader.builds_like();
   if (out.state_dict.empty()) throw Error(file + ": the model holds no tensors");
   const PickleValue& state = *model->state;
   out.names = class_names(state.get("names"), file);

@@ -149,7 +149,24 @@ at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_thr
   return run_nms(boxes, scores, iou_threshold, nullptr, 0);
 }
 
+std::vector<at::Tensor> select_end2end(const at::Tensor& pred, const NmsOptions& o) {
+  if (pred.dim() != 3 || pred.size(2) != 6) {
+    throw Error("non_max_suppression: expected an end-to-end head's detections [B, k, 6] (x1 y1 x2 y2, score, "
+                "class), got " + c10::str(pred.sizes()));
+  }
+  std::optional<at::Tensor> classes;
+  if (o.classes) classes = at::tensor(*o.classes, at::kLong).to(pred.device()).to(pred.scalar_type());
+  std::vector<at::Tensor> output;
+  for (int64_t i = 0; i < pred.size(0); ++i) {
+    at::Tensor mask = pred[i].select(1, 4) > o.conf;
+    if (classes) mask &= (pred[i].slice(1, 5, 6) == *classes).any(1);
+    output.push_back(pred[i].index({mask.nonzero().view(-1).slice(0, 0, o.max_det)}));
+  }
+  return output;
+}
+
 std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOptions& o) {
+  if (o.end2end) return select_end2end(pred, o);
   if (pred.dim() != 3 || pred.size(1) < 5) {
     throw Error("non_max_suppression: expected predictions [B, 4 + nc, A] (xywh, class scores), got " +
                 c10::str(pred.sizes()));

@@ -4,6 +4,7 @@
 #include <torch/nn/functional/upsampling.h>
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/nn/attention.hpp"
 
 namespace yolotrain::nn {
 
@@ -22,9 +23,34 @@ at::Tensor BottleneckImpl::forward(const at::Tensor& x) {
   return add ? x + y : y;
 }
 
-C2fOptions c3k2_options(int64_t c1, int64_t c2, int64_t n, bool c3k, double e, int64_t g, bool shortcut) {
-  return C2fOptions(c1, c2).n(n).e(e).g(g).shortcut(shortcut).blocks(c3k ? C2fBlocks::C3k2WithC3k : C2fBlocks::C3k2);
+C2fOptions c3k2_options(int64_t c1, int64_t c2, int64_t n, bool c3k, double e, int64_t g, bool shortcut, bool attn) {
+  const C2fBlocks blocks = attn ? C2fBlocks::C3k2WithAttn : c3k ? C2fBlocks::C3k2WithC3k : C2fBlocks::C3k2;
+  return C2fOptions(c1, c2).n(n).e(e).g(g).shortcut(shortcut).blocks(blocks);
 }
+
+namespace {
+
+// C3k2's attention block (8.4): nn.Sequential(Bottleneck, PSABlock), its children named 0 and 1
+// as there (libtorch's Sequential cannot sit inside the chain, whose elements need one forward).
+class BottleneckAttnImpl : public torch::nn::Cloneable<BottleneckAttnImpl> {
+ public:
+  BottleneckAttnImpl(int64_t c, bool shortcut, int64_t g) : c_(c), shortcut_(shortcut), g_(g) { reset(); }
+  void reset() override {
+    bottleneck = register_module("0", Bottleneck(BottleneckOptions(c_, c_).shortcut(shortcut_).g(g_).e(0.5)));
+    psa = register_module("1", PSABlock(PSABlockOptions(c_).attn_ratio(0.5).num_heads(std::max<int64_t>(c_ / 64, 1))));
+  }
+  at::Tensor forward(const at::Tensor& x) { return psa->forward(bottleneck->forward(x)); }
+
+ private:
+  int64_t c_;
+  bool shortcut_;
+  int64_t g_;
+  Bottleneck bottleneck{nullptr};
+  PSABlock psa{nullptr};
+};
+TORCH_MODULE(BottleneckAttn);
+
+}  // namespace
 
 C2fImpl::C2fImpl(const C2fOptions& options_) : options(options_) { reset(); }
 
@@ -38,6 +64,8 @@ void C2fImpl::reset() {
   for (int64_t i = 0; i < o.n(); ++i) {
     if (o.blocks() == C2fBlocks::C3k2WithC3k) {
       m->push_back(C3k(C3kOptions(c, c).n(2).shortcut(o.shortcut()).g(o.g())));
+    } else if (o.blocks() == C2fBlocks::C3k2WithAttn) {
+      m->push_back(BottleneckAttn(c, o.shortcut(), o.g()));
     } else {
       m->push_back(Bottleneck(BottleneckOptions(c, c).shortcut(o.shortcut()).g(o.g()).e(bottleneck_e)));
     }
@@ -74,15 +102,17 @@ SPPFImpl::SPPFImpl(const SPPFOptions& options_) : options(options_) { reset(); }
 void SPPFImpl::reset() {
   const auto& o = options;
   const int64_t hidden = o.c1() / 2;
-  cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), hidden, 1, 1)));
-  cv2 = register_module("cv2", Conv(ConvOptions(hidden * 4, o.c2(), 1, 1)));
+  if (o.n() < 1) throw Error("SPPF: the pooling repeats n must be at least 1, got " + std::to_string(o.n()));
+  cv1 = register_module("cv1", Conv(ConvOptions(o.c1(), hidden, 1, 1).act(o.cv1_act())));
+  cv2 = register_module("cv2", Conv(ConvOptions(hidden * (o.n() + 1), o.c2(), 1, 1)));
   m = register_module("m", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(o.k()).stride(1).padding(o.k() / 2)));
 }
 
 at::Tensor SPPFImpl::forward(const at::Tensor& x) {
   std::vector<at::Tensor> y{cv1->forward(x)};
-  for (int i = 0; i < 3; ++i) y.push_back(m->forward(y.back()));
-  return cv2->forward(at::cat(y, 1));
+  for (int64_t i = 0; i < options.n(); ++i) y.push_back(m->forward(y.back()));
+  at::Tensor out = cv2->forward(at::cat(y, 1));
+  return options.shortcut() && options.c1() == options.c2() ? out + x : out;
 }
 
 at::Tensor ConcatImpl::forward(const std::vector<at::Tensor>& xs) { return at::cat(xs, dimension); }

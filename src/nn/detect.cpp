@@ -3,8 +3,12 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/container/sequential.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <string>
 
 #include "yolotrain/error.hpp"
 
@@ -41,6 +45,29 @@ at::Tensor run_branch(const torch::nn::Module& branch, at::Tensor y) {
   return y;
 }
 
+// Ultralytics builds the one-to-one branch as copy.deepcopy(cv2 / cv3): the same initial weights,
+// and no random numbers drawn. Building it draws some, so the generator is put back after.
+void copy_tensors(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  auto src = from.named_parameters(true), dst = to.named_parameters(true);
+  for (const auto& p : src) dst[p.key()].copy_(p.value());
+  auto src_b = from.named_buffers(true), dst_b = to.named_buffers(true);
+  for (const auto& b : src_b) dst_b[b.key()].copy_(b.value());
+}
+
+// Detect.get_topk_index + postprocess (8.4, not agnostic, one group): the k anchors with the best
+// class score, then the best k (anchor, class) pairs among them.
+at::Tensor top_k_detections(const at::Tensor& preds, int64_t nc, int64_t max_det) {
+  const auto parts = preds.split_with_sizes({4, nc}, -1);
+  const int64_t k = std::min<int64_t>(max_det, preds.size(1));
+  const at::Tensor ori_index = std::get<1>(std::get<0>(parts[1].max(-1)).topk(k, 1)).unsqueeze(-1);
+  const at::Tensor scores = parts[1].gather(1, ori_index.expand({-1, -1, nc}));
+  auto [best, index] = scores.flatten(1).topk(k, 1);
+  const at::Tensor idx = ori_index.gather(1, index.div(nc, "floor").unsqueeze(-1));
+  const at::Tensor boxes = parts[0].gather(1, idx.expand({-1, -1, 4}));
+  return at::cat({boxes, best.unsqueeze(-1), index.remainder(nc).unsqueeze(-1).to(best.scalar_type())}, -1);
+}
+
 }  // namespace
 
 DetectImpl::DetectImpl(const DetectOptions& options_) : options(options_) { reset(); }
@@ -49,32 +76,68 @@ void DetectImpl::reset() {
   const auto& o = options;
   if (o.nc() <= 0) throw Error("Detect: nc must be positive, got " + std::to_string(o.nc()));
   if (o.ch().empty()) throw Error("Detect: needs at least one input level");
+  if (o.reg_max() < 1) throw Error("Detect: reg_max must be at least 1, got " + std::to_string(o.reg_max()));
   const int64_t c2 = std::max<int64_t>({16, o.ch()[0] / 4, o.reg_max() * 4});
   const int64_t c3 = std::max<int64_t>(o.ch()[0], std::min<int64_t>(o.nc(), 100));
-  cv2 = register_module("cv2", torch::nn::ModuleList());
-  cv3 = register_module("cv3", torch::nn::ModuleList());
-  for (int64_t c : o.ch()) cv2->push_back(branch(c, c2, 4 * o.reg_max()));
-  for (int64_t c : o.ch()) {
-    if (o.legacy()) cv3->push_back(branch(c, c3, o.nc()));
-    else cv3->push_back(depthwise_branch(c, c3, o.nc()));
+  auto build = [&](torch::nn::ModuleList& box, torch::nn::ModuleList& cls, const std::string& prefix) {
+    box = register_module(prefix + "cv2", torch::nn::ModuleList());
+    cls = register_module(prefix + "cv3", torch::nn::ModuleList());
+    for (int64_t c : o.ch()) box->push_back(branch(c, c2, 4 * o.reg_max()));
+    for (int64_t c : o.ch()) {
+      if (o.legacy()) cls->push_back(branch(c, c3, o.nc()));
+      else cls->push_back(depthwise_branch(c, c3, o.nc()));
+    }
+  };
+  build(cv2, cv3, "");
+  dfl = o.reg_max() > 1 ? register_module("dfl", DFL(o.reg_max())) : nullptr;
+  one2one_cv2 = one2one_cv3 = nullptr;
+  if (o.end2end()) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    at::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());  // not held while building: drawing takes it
+      state = gen.get_state();
+    }
+    build(one2one_cv2, one2one_cv3, "one2one_");
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
+    copy_tensors(*cv2, *one2one_cv2);
+    copy_tensors(*cv3, *one2one_cv3);
   }
-  dfl = register_module("dfl", DFL(o.reg_max()));
 }
 
-std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) {
-  if (xs.size() != cv2->size()) {
-    throw Error("Detect: expected " + std::to_string(cv2->size()) + " feature levels, got " +
+std::vector<at::Tensor> DetectImpl::run(const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls,
+                                        const std::vector<at::Tensor>& xs) {
+  if (xs.size() != box->size()) {
+    throw Error("Detect: expected " + std::to_string(box->size()) + " feature levels, got " +
                 std::to_string(xs.size()));
   }
   std::vector<at::Tensor> out;
   out.reserve(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) {
-    out.push_back(at::cat({run_branch(*cv2[i], xs[i]), run_branch(*cv3[i], xs[i])}, 1));
+    out.push_back(at::cat({run_branch(*box->ptr(i), xs[i]), run_branch(*cls->ptr(i), xs[i])}, 1));
   }
   return out;
 }
 
-at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw) {
+std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) { return run(cv2, cv3, xs); }
+
+HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
+  HeadOutputs out{forward(xs), {}};
+  if (!end2end()) return out;
+  if (!is_training()) {
+    out.one2one = run(one2one_cv2, one2one_cv3, xs);
+    return out;
+  }
+  std::vector<at::Tensor> detached;
+  for (const auto& x : xs) detached.push_back(x.detach());
+  out.one2one = run(one2one_cv2, one2one_cv3, detached);
+  return out;
+}
+
+at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw, bool xyxy) {
   if (stride.size() != raw.size()) {
     throw Error("Detect::decode: strides are not set for " + std::to_string(raw.size()) +
                 " levels; build the head through DetectionModel (its probe forward sets them)");
@@ -85,18 +148,29 @@ at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw) {
   const at::Tensor x_cat = at::cat(flat, 2);
   auto [anchors, strides] = make_anchors(raw, stride, 0.5);
   const auto parts = x_cat.split_with_sizes({4 * options.reg_max(), options.nc()}, 1);
-  const at::Tensor dbox = dist2bbox(dfl->forward(parts[0]), anchors.t().unsqueeze(0), true, 1) * strides.t();
+  const at::Tensor dist = dfl ? dfl->forward(parts[0]) : parts[0];
+  const at::Tensor dbox = dist2bbox(dist, anchors.t().unsqueeze(0), !xyxy, 1) * strides.t();
   return at::cat({dbox, parts[1].sigmoid()}, 1);
+}
+
+at::Tensor DetectImpl::inference(const HeadOutputs& heads) {
+  if (!end2end()) return decode(heads.one2many);
+  if (heads.one2one.empty()) throw Error("Detect::inference: the end-to-end head needs its one-to-one outputs");
+  return top_k_detections(decode(heads.one2one, true).permute({0, 2, 1}), options.nc(), options.max_det());
 }
 
 void DetectImpl::bias_init() {
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < stride.size() && i < cv2->size(); ++i) {
-    cv2[i]->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(1.0);
-    const double s = stride[i];
-    const double v = std::log(5.0 / static_cast<double>(options.nc()) / std::pow(640.0 / s, 2));
-    cv3[i]->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(v);
-  }
+  auto init = [&](const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls) {
+    for (size_t i = 0; i < stride.size() && i < box->size(); ++i) {
+      box->ptr(i)->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(options.box_bias());
+      const double s = stride[i];
+      const double v = std::log(5.0 / static_cast<double>(options.nc()) / std::pow(640.0 / s, 2));
+      cls->ptr(i)->children().back()->as<torch::nn::Conv2dImpl>()->bias.fill_(v);
+    }
+  };
+  init(cv2, cv3);
+  if (one2one_cv2) init(one2one_cv2, one2one_cv3);
 }
 
 }  // namespace yolotrain::nn

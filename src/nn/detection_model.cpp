@@ -10,6 +10,16 @@
 #include "yolotrain/nn/model_yaml.hpp"
 
 namespace yolotrain::nn {
+namespace {
+
+bool builds_like_84(const std::string& version) {
+  if (version == "8.4") return true;
+  if (version == "8.3" || version == "8.2" || version == "8.1" || version == "8.0") return false;
+  throw Error("DetectionModelOptions::ultralytics: '" + version +
+              "' is no Ultralytics version yolotrain builds like; use \"8.4\" (the default) or \"8.3\" (8.0 to 8.3)");
+}
+
+}  // namespace
 
 DetectionModelImpl::DetectionModelImpl(const DetectionModelOptions& options_) : options(options_) { reset(); }
 
@@ -25,8 +35,9 @@ void DetectionModelImpl::reset() {
 
 void DetectionModelImpl::build() {
   const ModelSource source = resolve_model(options.model());
-  const detail::ModelDef def = detail::load_model_def(
-      source.path, options.scale().empty() ? source.scale : options.scale(), options.nc(), options.ch());
+  const detail::ModelDef def =
+      detail::load_model_def(source.path, options.scale().empty() ? source.scale : options.scale(), options.nc(),
+                             options.ch(), builds_like_84(options.ultralytics()));
   yaml_path_ = def.path;
   strides_.clear();
   scale_ = def.scale;
@@ -64,11 +75,12 @@ void DetectionModelImpl::build() {
 }
 
 void DetectionModelImpl::probe_and_initialise() {
-  // Ultralytics: strides from a train-mode forward of zeros(1, ch, 256, 256) with torch's default
-  // BatchNorm settings, then bias_init(), then eps 1e-3 / momentum 0.03 on every BatchNorm2d. The
-  // probe leaves running_mean 0, running_var 0.9, num_batches_tracked 1 in every BatchNorm.
+  // Ultralytics: strides from a forward of zeros(1, ch, 256, 256) with torch's default BatchNorm
+  // settings, then bias_init(), then eps 1e-3 / momentum 0.03 on every BatchNorm2d. Up to 8.3 the
+  // probe ran in train mode and left running_mean 0, running_var 0.9, num_batches_tracked 1 in
+  // every BatchNorm; 8.4 runs it with the layers in eval mode ("avoid changing batch statistics").
   const bool was_training = is_training();
-  train(true);
+  train(!builds_like_84(options.ultralytics()));
   const int64_t s = 256;
   std::vector<at::Tensor> out;
   {
@@ -116,7 +128,11 @@ int64_t DetectionModelImpl::max_stride() const {
 
 int64_t check_imgsz(int64_t imgsz, int64_t stride) { return (imgsz + stride - 1) / stride * stride; }
 
-std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) {
+std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) { return head()->forward(head_inputs(x)); }
+
+HeadOutputs DetectionModelImpl::forward_heads(const at::Tensor& x) { return head()->forward_heads(head_inputs(x)); }
+
+std::vector<at::Tensor> DetectionModelImpl::head_inputs(const at::Tensor& x) {
   if (x.dim() != 4 || x.size(1) != options.ch()) {
     throw Error("DetectionModel::forward: expected an input [B, " + std::to_string(options.ch()) +
                 ", H, W], got " + std::to_string(x.dim()) + "-d sizes " + c10::str(x.sizes()));
@@ -131,14 +147,14 @@ std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     std::vector<at::Tensor> in;
     for (int64_t j : layers_[i].from) in.push_back(j < 0 ? x : (j == static_cast<int64_t>(i) - 1 ? prev : saved[j]));
-    if (layers_[i].kind->rules.head) return model[i]->as<DetectImpl>()->forward(in);
+    if (layers_[i].kind->rules.head) return in;
     prev = layers_[i].kind->forward(*model[i], in);
     if (layers_[i].keep) saved[i] = prev;
   }
   throw Error("DetectionModel::forward: the model has no Detect layer");
 }
 
-at::Tensor DetectionModelImpl::predict(const at::Tensor& x) { return head()->decode(forward(x)); }
+at::Tensor DetectionModelImpl::predict(const at::Tensor& x) { return head()->inference(forward_heads(x)); }
 
 void DetectionModelImpl::fuse() {
   fuse_convs(*this);

@@ -69,7 +69,9 @@ int64_t LayerRow::channels() const {
   if (!has(0)) throw error("args[0] (output channels) is missing");
   const int64_t c2 = integer(0, 0);
   if (c2 < 1 || c2 > 65536) throw bad(0, "a channel count from 1 to 65536");
-  if (c2 == def_.nc) return c2;
+  // Ultralytics up to 8.3: `if c2 != nc` (a channel count equal to nc stays); 8.4 scales every
+  // layer but Classify.
+  if (c2 == def_.nc && !def_.ultralytics84) return c2;
   const int64_t out = make_divisible(std::min(static_cast<double>(c2), def_.max_channels) * def_.width, 8);
   if (out > 65536) throw bad(0, "at most 65536 channels once scaled (width " + std::to_string(def_.width) + ")");
   return out;

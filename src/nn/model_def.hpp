@@ -32,6 +32,10 @@ struct ModelDef {
   double depth = 1.0;
   double width = 1.0;
   double max_channels = 0;  ///< infinite when the YAML has no scales
+  int64_t reg_max = 16;     ///< DFL bins (YAML `reg_max`; YOLO26: 1)
+  bool end2end = false;     ///< YAML `end2end`: Detect gets the one-to-one branch (YOLO26)
+  /// Ultralytics 8.4's parse_model and modules (true) or 8.3's (DetectionModelOptions::ultralytics).
+  bool ultralytics84 = true;
   std::vector<LayerDef> layers;
 };
 
@@ -39,7 +43,7 @@ struct ModelDef {
 /// overrides the YAML's nc, `ch` is used when the YAML has none. Throws yolotrain::Error naming
 /// the file and the row.
 ModelDef load_model_def(const std::filesystem::path& path, const std::string& scale,
-                        std::optional<int64_t> nc, int64_t ch);
+                        std::optional<int64_t> nc, int64_t ch, bool ultralytics84 = true);
 
 /// "model YAML <path>: <where>: " prefix for messages about a row.
 std::string row_context(const ModelDef& def, const LayerDef& layer);

@@ -171,9 +171,11 @@ std::string row_context(const ModelDef& def, const LayerDef& layer) {
   return "model YAML " + def.path.string() + ": " + layer.where + " (" + layer.module + "): ";
 }
 
-ModelDef load_model_def(const fs::path& path, const std::string& scale, std::optional<int64_t> nc, int64_t ch) {
+ModelDef load_model_def(const fs::path& path, const std::string& scale, std::optional<int64_t> nc, int64_t ch,
+                        bool ultralytics84) {
   ModelDef def;
   def.path = path;
+  def.ultralytics84 = ultralytics84;
   YAML::Node root;
   try {
     root = YAML::LoadFile(path.string());
@@ -190,6 +192,8 @@ ModelDef load_model_def(const fs::path& path, const std::string& scale, std::opt
       fail(path, "no 'nc' (number of classes); add one or set DetectionModelOptions::nc");
     }
     def.ch = root["ch"] ? root["ch"].as<int64_t>() : ch;
+    if (root["reg_max"]) def.reg_max = root["reg_max"].as<int64_t>();
+    if (root["end2end"] && !root["end2end"].IsNull()) def.end2end = root["end2end"].as<bool>();
     read_scale(def, root, scale);
   } catch (const YAML::Exception& e) {
     fail(path, std::string("bad value: ") + e.what());
@@ -197,6 +201,7 @@ ModelDef load_model_def(const fs::path& path, const std::string& scale, std::opt
   // Bounds that keep a malformed YAML from asking for absurd tensors (or overflowing the scaling).
   if (def.nc <= 0 || def.nc > 100000) fail(path, "nc must be 1 to 100000, got " + std::to_string(def.nc));
   if (def.ch <= 0 || def.ch > 64) fail(path, "ch (input channels) must be 1 to 64, got " + std::to_string(def.ch));
+  if (def.reg_max < 1 || def.reg_max > 64) fail(path, "reg_max must be 1 to 64, got " + std::to_string(def.reg_max));
   if (!(def.depth > 0 && def.depth <= 100) || !(def.width > 0 && def.width <= 100)) {
     fail(path, "the depth and width multiples must be in (0, 100]");
   }

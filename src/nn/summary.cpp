@@ -55,26 +55,41 @@ double count_gflops(DetectionModelImpl& model, int64_t imgsz) {
   return 2.0 * macs * scale / 1e9;
 }
 
+namespace {
+
+// Ultralytics' layer count: up to 8.3 every module of model.modules() (the model itself too), 8.4
+// only the leaves of named_modules(). Both list a module once, so the one SiLU instance all its
+// Conv blocks share counts once; a Conv without activation has its own nn.Identity there, and a
+// Detect with reg_max 1 an nn.Identity for `dfl`, which yolotrain leaves out: counted as the
+// modules they are in Ultralytics.
+int64_t count_layers(DetectionModelImpl& model) {
+  const bool leaves_only = model.options.ultralytics() == "8.4";
+  bool silu = false;
+  int64_t layers = leaves_only ? 0 : 1;
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    if (m->as<torch::nn::SiLUImpl>() != nullptr) {
+      silu = true;
+    } else if (!leaves_only || m->children().empty()) {
+      ++layers;
+    }
+    if (const auto* conv = m->as<ConvImpl>(); conv != nullptr && conv->act.is_empty()) ++layers;
+  }
+  if (model.head()->dfl.is_empty()) ++layers;
+  // Ultralytics builds the one-to-one branch by copy.deepcopy(cv2 / cv3): each copy brings its own
+  // instance of the shared SiLU.
+  if (silu && !model.head()->one2one_cv2.is_empty()) layers += 2;
+  return layers + (silu ? 1 : 0);
+}
+
+}  // namespace
+
 ModelSummary summarize(DetectionModelImpl& model, int64_t imgsz) {
   ModelSummary s;
   s.name = model.yaml_path().stem().string();
   if (!model.scale().empty() && s.name.size() > 1 && std::isdigit(static_cast<unsigned char>(s.name.back()))) {
     s.name += model.scale();
   }
-  // Ultralytics' Conv blocks share one SiLU instance, which model.modules() lists once.
-  bool silu = false;
-  s.layers = 1;
-  // A Conv without activation has its own nn.Identity there (Ultralytics' `act=False`), which
-  // yolotrain's Conv leaves out: counted as the module it is in Ultralytics.
-  for (const auto& m : model.modules(/*include_self=*/false)) {
-    if (m->as<torch::nn::SiLUImpl>() != nullptr) {
-      silu = true;
-    } else {
-      ++s.layers;
-    }
-    if (const auto* conv = m->as<ConvImpl>(); conv != nullptr && conv->act.is_empty()) ++s.layers;
-  }
-  s.layers += silu ? 1 : 0;
+  s.layers = count_layers(model);
   for (const auto& p : model.parameters()) {
     s.parameters += p.numel();
     if (p.requires_grad()) s.gradients += p.numel();

@@ -21,6 +21,10 @@ struct ModelWeights {
   std::string format;               ///< "ytckpt", "safetensors" or "pt"
   std::string description;          ///< for messages ("Ultralytics 8.2.82 checkpoint (ema)", ...)
   std::string date;                 ///< when the weights were written (ISO 8601): the file's record, else its mtime
+  /// nn::DetectionModelOptions::ultralytics for the network they fit: a `.pt` says it by its SPPF,
+  /// yolotrain's files by their `ultralytics` metadata; files without it were written before
+  /// yolotrain built like 8.4, so "8.3".
+  std::string builds_like = "8.3";
 };
 
 /// Reads the weights of a YOLOv8 detection model from
@@ -40,12 +44,12 @@ nn::DetectionModel build_model(const ModelWeights& weights, const std::string& s
 /// True for the extensions read_model_weights() takes (.ytckpt, .safetensors, .pt).
 bool is_weights_file(const std::filesystem::path& path);
 
-/// "yolo11" when the weights have YOLO11's Detect class branch (`*.cv3.0.0.0.conv.weight`), else
-/// "yolov8".
+/// "yolo26" when the weights have an end-to-end head (`*.one2one_cv2.*`), "yolo11" when they have
+/// YOLO11's Detect class branch (`*.cv3.0.0.0.conv.weight`), else "yolov8".
 std::string family_from_weights(const lifecycle::NamedTensors& tensors);
 
-/// The scale letter of YOLOv8 / YOLO11 weights from the stem's output channels (YOLOv8: 16 n,
-/// 32 s, 48 m, 64 l, 80 x; YOLO11: 16 n, 32 s, 64 m or l (l has model.2.m.1), 96 x); throws
+/// The scale letter of YOLOv8 / YOLO11 / YOLO26 weights from the stem's output channels (YOLOv8: 16 n,
+/// 32 s, 48 m, 64 l, 80 x; YOLO11 and YOLO26: 16 n, 32 s, 64 m or l (l has model.2.m.1), 96 x); throws
 /// yolotrain::Error naming `source` for weights without `model.0.conv.weight` or of another width.
 std::string scale_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
 

@@ -27,6 +27,10 @@ struct UltralyticsCheckpoint {
   std::string version;             ///< the Ultralytics version that wrote it, if recorded
   std::string date;                ///< when it was written, if recorded
   std::int64_t epoch = -1;         ///< the epoch (-1 in a finished run's stripped files)
+  /// Whose construction the pickled modules follow, read from the file: "8.3" when its SPPF's cv1
+  /// has a SiLU (Ultralytics 8.0 to 8.3), "8.4" when it has none (8.4.0 removed it); empty without
+  /// an SPPF. What nn::DetectionModelOptions::ultralytics must say to build the same network.
+  std::string builds_like;
 };
 
 /// Reads an Ultralytics `.pt` (torch.save of a dict with `model` / `ema` DetectionModel objects)

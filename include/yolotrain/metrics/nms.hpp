@@ -18,6 +18,9 @@ struct NmsOptions {
   bool agnostic = false;       ///< suppress across classes too
   std::optional<std::vector<int64_t>> classes;  ///< keep only these classes
   double max_wh = 7680.0;      ///< per-class box offset (pixels) that separates classes
+  /// The predictions come from an end-to-end head ([B, k, 6] = x1 y1 x2 y2, score, class: YOLO26):
+  /// no NMS, only the score threshold, `classes` and max_det, as Ultralytics 8.4 does.
+  bool end2end = false;
 };
 
 /// NMS of pred [B, 4 + nc, A] (xywh pixels, then class scores), as Ultralytics'
@@ -25,6 +28,12 @@ struct NmsOptions {
 /// image in keep order (descending score, stable). Ultralytics' wall-clock time limit is not
 /// applied. Throws yolotrain::Error on a wrong shape.
 std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOptions& opts = {});
+
+/// What non_max_suppression() does for an end-to-end head (NmsOptions::end2end; Ultralytics 8.4's
+/// nms.non_max_suppression branch for `prediction.shape[-1] == 6 or end2end`): per image the rows
+/// of pred [B, k, 6] whose score is strictly above conf (and whose class is among `classes`), in
+/// their order, at most max_det.
+std::vector<at::Tensor> select_end2end(const at::Tensor& pred, const NmsOptions& opts);
 
 /// torchvision.ops.nms on the CPU: indices (int64) of the kept boxes, highest score first;
 /// boxes [n, 4] xyxy, a box is suppressed when its IoU with a kept box is > iou_threshold.

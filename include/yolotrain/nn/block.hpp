@@ -55,6 +55,7 @@ enum class C2fBlocks {
   Bottleneck,     ///< C2f: Bottleneck(c, c, shortcut, g, 3x3, 3x3, e = 1.0)
   C3k2,           ///< C3k2 with c3k false: Bottleneck(c, c, shortcut, g, 3x3, 3x3, e = 0.5)
   C3k2WithC3k,    ///< C3k2 with c3k true: C3k(c, c, n = 2, shortcut, g)
+  C3k2WithAttn,   ///< C3k2 with attn true (8.4, YOLO26): Bottleneck(c, c, shortcut, g) then PSABlock(c, 0.5, c / 64)
 };
 
 /// Options of C2f: cv1 1x1 to 2c (c = int(c2 * e)), split in two, n blocks chained on the last
@@ -78,10 +79,10 @@ struct C2fOptions {
   TORCH_ARG(C2fBlocks, blocks) = C2fBlocks::Bottleneck;
 };
 
-/// Ultralytics' C3k2(c1, c2, n, c3k, e, g, shortcut) of YOLO11, as the C2f options it amounts to
-/// (C3k2 subclasses C2f and replaces only its chain `m`).
+/// Ultralytics' C3k2(c1, c2, n, c3k, e, attn, g, shortcut) of YOLO11 and YOLO26, as the C2f options it
+/// amounts to (C3k2 subclasses C2f and replaces only its chain `m`; attn wins over c3k, as there).
 C2fOptions c3k2_options(int64_t c1, int64_t c2, int64_t n = 1, bool c3k = false, double e = 0.5, int64_t g = 1,
-                        bool shortcut = true);
+                        bool shortcut = true, bool attn = false);
 
 /// Ultralytics' C2f, and its C3k2 (children cv1, cv2, m).
 class C2fImpl : public torch::nn::Cloneable<C2fImpl> {
@@ -136,7 +137,8 @@ class C3kImpl : public torch::nn::Cloneable<C3kImpl> {
 };
 TORCH_MODULE(C3k);
 
-/// Options of SPPF: cv1 to c1/2, MaxPool2d(k, 1, k/2) three times in a row, concat of 4 -> cv2.
+/// Options of SPPF: cv1 to c1/2, MaxPool2d(k, 1, k/2) n times in a row, concat of n + 1 -> cv2,
+/// plus the input when `shortcut` and c1 == c2 (Ultralytics 8.4's SPPF(c1, c2, k, n, shortcut)).
 struct SPPFOptions {
   SPPFOptions(int64_t c1, int64_t c2) : c1_(c1), c2_(c2) {}
   /// Input channels.
@@ -145,6 +147,12 @@ struct SPPFOptions {
   TORCH_ARG(int64_t, c2);
   /// Pooling kernel.
   TORCH_ARG(int64_t, k) = 5;
+  /// Pooling repeats.
+  TORCH_ARG(int64_t, n) = 3;
+  /// Adds the input to the output (when c1 == c2).
+  TORCH_ARG(bool, shortcut) = false;
+  /// cv1's SiLU: Ultralytics up to 8.3 had it, 8.4.0 removed it (commit f2d3aed6) for every model.
+  TORCH_ARG(bool, cv1_act) = false;
 };
 
 /// Ultralytics' SPPF (children cv1, cv2, m).

@@ -25,26 +25,57 @@ struct DetectOptions {
   /// YOLOv8's class branch (true) or YOLO11's (false: DWConv 3x3 -> Conv 1x1, twice, then the
   /// 1x1 Conv2d). Ultralytics' parse_model sets it false when the model has a C3k2.
   TORCH_ARG(bool, legacy) = true;
+  /// A second, one-to-one branch (`one2one_cv2`, `one2one_cv3`, copies of cv2 and cv3 at
+  /// construction) whose top-k output needs no NMS: YOLO26 (Ultralytics 8.4's `end2end: True`).
+  TORCH_ARG(bool, end2end) = false;
+  /// Detections an end-to-end head keeps per image (Ultralytics' max_det, 300).
+  TORCH_ARG(int64_t, max_det) = 300;
+  /// bias_init()'s box bias: 2.0 since Ultralytics 8.4, 1.0 before.
+  TORCH_ARG(double, box_bias) = 2.0;
+};
+
+/// The raw outputs of both branches, per level [B, 4*reg_max + nc, H_i, W_i]; `one2one` is empty
+/// unless the head is end-to-end (and that mode is on).
+struct HeadOutputs {
+  std::vector<at::Tensor> one2many;
+  std::vector<at::Tensor> one2one;
 };
 
 /// Ultralytics' Detect head. Children `cv2` (box branch per level: Conv3x3, Conv3x3, Conv2d 1x1 ->
 /// 4*reg_max), `cv3` (class branch: Conv3x3, Conv3x3, Conv2d 1x1 -> nc; not legacy:
-/// [DWConv3x3, Conv1x1], [DWConv3x3, Conv1x1], Conv2d 1x1 -> nc) and `dfl`.
+/// [DWConv3x3, Conv1x1], [DWConv3x3, Conv1x1], Conv2d 1x1 -> nc), `dfl` (none when reg_max is 1:
+/// Ultralytics' nn.Identity) and, end-to-end, `one2one_cv2` / `one2one_cv3`.
 class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
  public:
   explicit DetectImpl(const DetectOptions& options);
   void reset() override;
 
-  /// Raw per-level outputs cat(box 4*reg_max, cls nc) as [B, 4*reg_max+nc, H_i, W_i].
+  /// Raw per-level outputs of the one-to-many branch, cat(box 4*reg_max, cls nc) as
+  /// [B, 4*reg_max+nc, H_i, W_i].
   std::vector<at::Tensor> forward(const std::vector<at::Tensor>& xs);
+  /// Both branches; the one-to-one branch reads the features detached in training (Ultralytics:
+  /// it stays out of the backbone's gradient).
+  HeadOutputs forward_heads(const std::vector<at::Tensor>& xs);
 
-  /// Decodes raw outputs into [B, 4+nc, A]: xywh in pixels (DFL expectation, dist2bbox, times
-  /// the level stride) and sigmoid class scores, anchors ordered level by level, row-major.
-  /// Needs strides (set by DetectionModel's probe forward).
-  at::Tensor decode(const std::vector<at::Tensor>& raw);
+  /// Decodes raw outputs into [B, 4+nc, A]: boxes in pixels (DFL expectation, dist2bbox, times
+  /// the level stride; xywh, or xyxy when `xyxy`) and sigmoid class scores, anchors ordered level by
+  /// level, row-major. Needs strides (set by DetectionModel's probe forward).
+  at::Tensor decode(const std::vector<at::Tensor>& raw, bool xyxy = false);
 
-  /// Ultralytics' bias_init(): box biases 1.0, class biases log(5 / nc / (640 / stride)^2).
+  /// What Ultralytics' eval forward returns: end-to-end, [B, min(max_det, A), 6] = x1 y1 x2 y2,
+  /// score, class from the one-to-one branch's top-k (Detect.postprocess); otherwise decode() of the
+  /// one-to-many branch, [B, 4+nc, A], for NMS.
+  at::Tensor inference(const HeadOutputs& heads);
+
+  /// Ultralytics' bias_init() on every branch: box biases `box_bias`, class biases
+  /// log(5 / nc / (640 / stride)^2).
   void bias_init();
+
+  /// True when the head has the one-to-one branch and that mode is on (Ultralytics' `end2end`).
+  bool end2end() const { return one2one_cv2 && end2end_on_; }
+  /// Turns the end-to-end mode off (NMS over the one-to-many branch, Ultralytics' end2end=False) or
+  /// back on; a head without the one-to-one branch stays off.
+  void set_end2end(bool on) { end2end_on_ = on; }
 
   /// Outputs per anchor: 4*reg_max + nc.
   int64_t no() const { return options.nc() + 4 * options.reg_max(); }
@@ -55,6 +86,13 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   torch::nn::ModuleList cv2{nullptr};
   torch::nn::ModuleList cv3{nullptr};
   DFL dfl{nullptr};
+  torch::nn::ModuleList one2one_cv2{nullptr};
+  torch::nn::ModuleList one2one_cv3{nullptr};
+
+ private:
+  std::vector<at::Tensor> run(const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls,
+                              const std::vector<at::Tensor>& xs);
+  bool end2end_on_ = true;
 };
 TORCH_MODULE(Detect);
 

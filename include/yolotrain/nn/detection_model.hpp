@@ -30,13 +30,19 @@ struct DetectionModelOptions {
   TORCH_ARG(int64_t, ch) = 3;
   /// Class names; empty means "0", "1", ... as Ultralytics does.
   TORCH_ARG(std::vector<std::string>, names) = {};
+  /// Whose construction to follow: "8.4" (Ultralytics 8.4, the default: SPPF's cv1 without SiLU,
+  /// C3k2 rows with attn, box biases 2.0, a channel count equal to nc scaled, the stride probe
+  /// leaving BatchNorm's statistics alone) or "8.3" (8.0 to 8.3; "8.0" ... "8.2" say the same).
+  /// A `.pt` file builds what it pickled, whatever this says (io::read_ultralytics_pt).
+  TORCH_ARG(std::string, ultralytics) = "8.4";
 };
 
-/// A YOLO detection model (YOLOv8, YOLO11) built from a model YAML in Ultralytics' schema; the same network as
+/// A YOLO detection model (YOLOv8, YOLO11, YOLO26) built from a model YAML in Ultralytics' schema; the same network as
 /// Ultralytics' DetectionModel, tensor for tensor: the layers are the children `model.0` ...
 /// `model.N`, so state-dict names, order, shapes and dtypes are Ultralytics' (see state_dict()).
-/// Construction runs a probe forward of zeros(1, ch, 256, 256) in train mode to find the strides,
-/// then Detect's bias_init() and BatchNorm eps 1e-3 / momentum 0.03, as Ultralytics does.
+/// Construction runs a probe forward of zeros(1, ch, 256, 256) to find the strides (8.3: in train
+/// mode; 8.4: BatchNorm in eval mode), then Detect's bias_init() and BatchNorm eps 1e-3 / momentum
+/// 0.03, as Ultralytics does.
 class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
  public:
   explicit DetectionModelImpl(const DetectionModelOptions& options = {});
@@ -44,11 +50,15 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   /// Builds the layers from the YAML, probes the strides and initialises (see the class comment).
   void reset() override;
 
-  /// Raw head outputs, one per level: [B, 4*reg_max + nc, H_i, W_i] (train and eval alike).
+  /// Raw head outputs of the one-to-many branch, one per level: [B, 4*reg_max + nc, H_i, W_i]
+  /// (train and eval alike).
   std::vector<at::Tensor> forward(const at::Tensor& x);
+  /// Both branches of the head (the one-to-one only for an end-to-end head: YOLO26).
+  HeadOutputs forward_heads(const at::Tensor& x);
 
-  /// Decoded output [B, 4 + nc, A]: xywh boxes in input pixels and sigmoid class scores, as
-  /// Ultralytics' eval forward returns. Uses the current mode (call eval() for inference).
+  /// What Ultralytics' eval forward returns (Detect::inference): [B, 4 + nc, A], xywh boxes in
+  /// input pixels and sigmoid class scores, for NMS; for an end-to-end head [B, min(300, A), 6] =
+  /// x1 y1 x2 y2, score, class, which needs none. Uses the current mode (call eval() first).
   at::Tensor predict(const at::Tensor& x);
 
   /// Folds every Conv's BatchNorm into its convolution for inference (Ultralytics' fuse()).
@@ -92,6 +102,8 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   };
   void build();
   void probe_and_initialise();
+  /// The inputs of the head: the outputs of the layers it reads.
+  std::vector<at::Tensor> head_inputs(const at::Tensor& x);
 
   std::vector<Layer> layers_;
   std::vector<double> strides_;

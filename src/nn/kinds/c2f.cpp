@@ -18,13 +18,16 @@ LayerKind::Built build_c2f(const LayerRow& row) {
 }
 
 // Ultralytics 8.3 parse_model: `if m is C3k2 and scale in "mlx": args[3] = True` (c3k forced on
-// for the m, l and x scales; n and s keep the row's flag).
+// for the m, l and x scales; n and s keep the row's flag). 8.4's C3k2 takes attn before g and
+// shortcut: rows [c2, c3k, e, attn, g, shortcut]; 8.3's [c2, c3k, e, g, shortcut].
 LayerKind::Built build_c3k2(const LayerRow& row) {
   const int64_t c2 = row.channels();
   const std::string& scale = row.model().scale;
   const bool forced = scale == "m" || scale == "l" || scale == "x";
+  const size_t g_at = row.model().ultralytics84 ? 4 : 3;
+  const bool attn = row.model().ultralytics84 && row.boolean(3, false);
   return {C2f(c3k2_options(row.c1(), c2, row.repeats(), forced || row.boolean(1, false), row.real_in(2, 0.5, 0.01, 4),
-                           row.integer_in(3, 1, 1, 65536), row.boolean(4, true)))
+                           row.integer_in(g_at, 1, 1, 65536), row.boolean(g_at + 1, true), attn))
               .ptr(),
           c2};
 }
@@ -42,7 +45,8 @@ LayerKind::Built build_bottleneck(const LayerRow& row) {
 LayerKind c2f_kind() { return {"C2f", kRepeated, {"C2f", "Bottleneck"}, build_c2f, forward_one<C2fImpl>()}; }
 
 LayerKind c3k2_kind() {
-  return {"C3k2", kRepeated, {"C3k2", "C3k", "Bottleneck"}, build_c3k2, forward_one<C2fImpl>()};
+  return {"C3k2", kRepeated, {"C3k2", "C3k", "Bottleneck", "PSABlock", "Attention"}, build_c3k2,
+          forward_one<C2fImpl>()};
 }
 
 LayerKind bottleneck_kind() {

@@ -1,13 +1,19 @@
-// Detect rows [nc] over the feature levels; the last row. Ultralytics 8.3 parse_model sets
-// `legacy = False` (YOLO11's depthwise class branch) when the model has a C3k2.
+// Detect rows [nc] over the feature levels; the last row. Ultralytics' parse_model sets
+// `legacy = False` (YOLO11's and YOLO26's depthwise class branch) when the model has a C3k2.
 #include "../layer_row.hpp"
 #include "yolotrain/nn/detect.hpp"
 
 namespace yolotrain::nn::detail {
 
+// 8.4 appends the YAML's reg_max and end2end to the row (`args.extend([reg_max, end2end, ch])`) and
+// initialises the box biases to 2.0 (8.3: 1.0, 16 DFL bins always).
 LayerKind::Built build_detect(const LayerRow& row) {
-  const auto o =
-      DetectOptions(row.integer_in(0, row.model().nc, 1, 100000), row.in_channels()).legacy(!row.model_has("C3k2"));
+  const ModelDef& def = row.model();
+  const auto o = DetectOptions(row.integer_in(0, def.nc, 1, 100000), row.in_channels())
+                     .legacy(!row.model_has("C3k2"))
+                     .reg_max(def.reg_max)
+                     .end2end(def.end2end)
+                     .box_bias(def.ultralytics84 ? 2.0 : 1.0);
   return {Detect(o).ptr(), 0};
 }
 

@@ -3,6 +3,7 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include "yolotrain/error.hpp"
+#include "ultralytics_reference.hpp"
 #include "yolotrain/nn.hpp"
 
 #include "catch.hpp"
@@ -17,14 +18,9 @@
 
 namespace nn = yolotrain::nn;
 namespace fs = std::filesystem;
+using yolotrain::test::count_parameters;
 
 namespace {
-
-int64_t count_parameters(nn::DetectionModelImpl& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
 
 struct RefEntry {
   std::string name, shape, dtype;
@@ -228,16 +224,22 @@ TEST_CASE("output shapes for a non-square input and decoded predictions", "[nn]"
   expect_anchor(2, 1, 2, 96 + 24 + 5);
 }
 
+// Ultralytics 8.3 (the default before 8.4): box biases 1.0, a train-mode stride probe that leaves
+// running_var 0.9 and num_batches_tracked 1; 8.4: box biases 2.0, BatchNorm untouched by the
+// probe (its DetectionModel("yolov8n.yaml", nc=64) run here: bias 2.0, running_var 1.0, 0 batches).
 TEST_CASE("initialisation follows Ultralytics: Detect biases BN state and DFL", "[nn]") {
+  for (const std::string version : {"8.3", "8.4"}) {
+  INFO("built like Ultralytics " << version);
+  const bool v84 = version == "8.4";
   for (const auto& [nc, expected] : std::vector<std::pair<int64_t, std::vector<double>>>{
            {80, {-11.536642, -10.150348, -8.764053}}, {3, {-8.253227, -6.866933, -5.480639}}}) {
-    nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(nc));
+    nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(nc).ultralytics(version));
     std::map<std::string, at::Tensor> sd;
     for (const auto& [k, v] : nn::state_dict(*model)) sd[k] = v;
     for (int i = 0; i < 3; ++i) {
       const std::string box = "model.22.cv2." + std::to_string(i) + ".2.bias";
       const std::string cls = "model.22.cv3." + std::to_string(i) + ".2.bias";
-      CHECK(sd.at(box).eq(1.0).all().item<bool>());
+      CHECK(sd.at(box).eq(v84 ? 2.0 : 1.0).all().item<bool>());
       CHECK(sd.at(cls).size(0) == nc);
       CHECK((sd.at(cls) - expected[i]).abs().max().item<double>() < 1e-5);
     }
@@ -251,16 +253,17 @@ TEST_CASE("initialisation follows Ultralytics: Detect biases BN state and DFL", 
         CHECK(bn->options.eps() == 1e-3);
         CHECK(*bn->options.momentum() == Approx(0.03));
         CHECK(bn->running_mean.eq(0).all().item<bool>());
-        CHECK((bn->running_var - 0.9).abs().max().item<double>() < 1e-6);
-        CHECK(bn->num_batches_tracked.item<int64_t>() == 1);
+        CHECK((bn->running_var - (v84 ? 1.0 : 0.9)).abs().max().item<double>() < 1e-6);
+        CHECK(bn->num_batches_tracked.item<int64_t>() == (v84 ? 0 : 1));
       }
     }
     CHECK(bns == 57);
   }
+  }
 }
 
 TEST_CASE("a train-mode forward updates BN running stats with momentum 0.03 and the unbiased variance", "[nn]") {
-  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml"));
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").ultralytics("8.3"));  // running_var 0.9
   model->train();
   auto conv0 = model->model[0]->as<nn::ConvImpl>();
   const at::Tensor x = at::randn({2, 3, 64, 64});
@@ -294,11 +297,14 @@ TEST_CASE("backbone C2f blocks have residuals and head C2f blocks do not", "[nn]
   CHECK(model->model[22]->as<nn::DetectImpl>() != nullptr);
 }
 
-TEST_CASE("nc equal to a YAML channel value is not scaled as in Ultralytics", "[nn]") {
-  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(64));
+TEST_CASE("nc equal to a YAML channel value is not scaled as in Ultralytics 8.3, and is in 8.4", "[nn]") {
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(64).ultralytics("8.3"));
   CHECK(count_parameters(*model) == 3038544);
   CHECK(model->model[0]->as<nn::ConvImpl>()->conv->weight.sizes() == at::IntArrayRef({64, 3, 3, 3}));
   CHECK(model->model[1]->as<nn::ConvImpl>()->conv->weight.sizes() == at::IntArrayRef({32, 64, 3, 3}));
+  nn::DetectionModel v84(nn::DetectionModelOptions("yolov8n.yaml").nc(64));  // 8.4: `if m is not Classify`
+  CHECK(count_parameters(*v84) == 3023328);
+  CHECK(v84->model[0]->as<nn::ConvImpl>()->conv->weight.sizes() == at::IntArrayRef({16, 3, 3, 3}));
 }
 
 TEST_CASE("summary counts parameters gradients and GFLOPs as Ultralytics", "[nn]") {
@@ -316,9 +322,16 @@ TEST_CASE("summary counts parameters gradients and GFLOPs as Ultralytics", "[nn]
     CHECK(s.gflops == Approx(gflops).margin(1e-4));
     CHECK(model->is_training());
   }
-  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml"));
-  CHECK_THAT(nn::summarize(*model).to_string(),
+  // The layer count as each version counts it (8.4: leaf modules only; both run here).
+  nn::DetectionModel v83(nn::DetectionModelOptions("yolov8n.yaml").ultralytics("8.3"));
+  CHECK_THAT(nn::summarize(*v83).to_string(),
              Catch::Equals("yolov8n summary: 225 layers, 3,157,200 parameters, 3,157,184 gradients, 8.7 GFLOPs"));
+  nn::DetectionModel v84(nn::DetectionModelOptions("yolov8n.yaml"));
+  CHECK_THAT(nn::summarize(*v84).to_string(),
+             Catch::Equals("yolov8n summary: 130 layers, 3,157,200 parameters, 3,157,184 gradients, 8.7 GFLOPs"));
+  v84->eval();
+  v84->fuse();
+  CHECK(nn::summarize(*v84).layers == 73);
 }
 
 TEST_CASE("fuse keeps eval outputs and gives Ultralytics' fused parameter count", "[nn]") {
@@ -353,7 +366,7 @@ TEST_CASE("fuse keeps eval outputs and gives Ultralytics' fused parameter count"
   CHECK_FALSE(has_bn);
   CHECK(has_bias);
   CHECK(nn::count_gflops(*model) == Approx(8.7440).margin(1e-4));
-  CHECK(nn::summarize(*model).layers == 168);
+  CHECK(nn::summarize(*model).layers == 73);  // 8.4's count: the leaves (8.3: 168)
 }
 
 TEST_CASE("clone copies weights and keeps them independent", "[nn]") {

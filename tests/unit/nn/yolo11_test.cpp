@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "test_support.hpp"
+#include "ultralytics_reference.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
@@ -20,44 +21,13 @@
 
 namespace nn = yolotrain::nn;
 namespace fs = std::filesystem;
+using yolotrain::test::agrees;
+using yolotrain::test::reference_forward;
+using yolotrain::test::write_floats;
 
 namespace {
 
 const fs::path kYolo11Best = fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics/bccd_yolo11n/best.pt";
-
-void write_floats(const fs::path& path, const at::Tensor& t) {
-  const at::Tensor c = t.contiguous();
-  std::ofstream(path, std::ios::binary)
-      .write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
-}
-
-// Ultralytics' eval forward of `x` through the .pt's own pickled modules: the decoded output, then
-// each raw level (shapes taken from ours).
-std::vector<at::Tensor> reference_forward(const fs::path& pt, const at::Tensor& x, const std::vector<at::Tensor>& like,
-                                          const fs::path& dir) {
-  write_floats(dir / "in.f32", x);
-  const std::string cmd = "/usr/bin/python3 " + std::string(YOLOTRAIN_SOURCE_DIR) +
-                          "/scripts/ultralytics_reference.py '" + pt.string() + "' '" + (dir / "in.f32").string() +
-                          "' " + std::to_string(x.size(0)) + " " + std::to_string(x.size(2)) + " " +
-                          std::to_string(x.size(3)) + " '" + (dir / "out.f32").string() + "'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  const std::string bytes = yolotrain::test::slurp(dir / "out.f32");
-  std::vector<at::Tensor> out;
-  size_t offset = 0;
-  for (const auto& t : like) {
-    REQUIRE(offset + t.numel() * sizeof(float) <= bytes.size());
-    out.push_back(at::from_blob(const_cast<char*>(bytes.data()) + offset, t.sizes(), at::kFloat).clone());
-    offset += t.numel() * sizeof(float);
-  }
-  CHECK(offset == bytes.size());
-  return out;
-}
-
-// Within 1e-4 relative, with a floor of 1e-4 of the output's largest magnitude.
-bool agrees(const at::Tensor& a, const at::Tensor& ref) {
-  const double floor = 1e-4 * ref.abs().max().item<double>();
-  return ((a - ref).abs() <= ref.abs() * 1e-4 + floor).all().item<bool>();
-}
 
 nn::DetectionModel yolo11_best() {
   const auto weights = yolotrain::io::read_model_weights(kYolo11Best);
@@ -97,7 +67,8 @@ TEST_CASE("yolo11s and yolo11m equal Ultralytics' parse_model and modules given 
   yolotrain::test::TempDir tmp;
   for (const std::string scale : {"s", "m"}) {
     INFO("yolo11" << scale);
-    nn::DetectionModel model(nn::DetectionModelOptions("yolo11" + scale + ".yaml").nc(5));
+    // The transcription is of 8.3.58's constructors (SPPF's cv1 with its SiLU): built like 8.3.
+    nn::DetectionModel model(nn::DetectionModelOptions("yolo11" + scale + ".yaml").nc(5).ultralytics("8.3"));
     torch::NoGradGuard no_grad;
     at::manual_seed(5);
     std::ofstream index(tmp / "w.txt");
@@ -235,15 +206,21 @@ TEST_CASE("YOLO11 YAML rows are checked like any other", "[nn][yolo11]") {
 }
 
 // Ultralytics 8.3 prints "YOLO11n summary: 319 layers, 2,624,080 parameters, 2,624,064 gradients"
-// and, fused, "238 layers, 2,616,248 parameters"; GFLOPs are counted as for YOLOv8 (2 x the
+// and, fused, "238 layers, 2,616,248 parameters"; 8.4 counts leaf modules only: 182 and 101 layers
+// (its `YOLO("yolo11n.yaml").info()`, run here). GFLOPs are counted as for YOLOv8 (2 x the
 // convolutions' MACs, = its fused figure and its published 6.5).
 TEST_CASE("the YOLO11n summary counts layers and parameters as Ultralytics", "[nn][yolo11]") {
-  nn::DetectionModel model(nn::DetectionModelOptions("yolo11n.yaml"));
-  CHECK_THAT(nn::summarize(*model).to_string(),
-             Catch::Equals("yolo11n summary: 319 layers, 2,624,080 parameters, 2,624,064 gradients, 6.5 GFLOPs"));
-  model->eval();
-  model->fuse();
-  const auto fused = nn::summarize(*model);
-  CHECK(fused.layers == 238);
-  CHECK(fused.parameters == 2616248);
+  for (const auto& [version, layers, fused_layers] :
+       std::vector<std::tuple<std::string, int64_t, int64_t>>{{"8.3", 319, 238}, {"8.4", 182, 101}}) {
+    INFO("built like Ultralytics " << version);
+    nn::DetectionModel model(nn::DetectionModelOptions("yolo11n.yaml").ultralytics(version));
+    CHECK_THAT(nn::summarize(*model).to_string(),
+               Catch::Equals("yolo11n summary: " + std::to_string(layers) +
+                             " layers, 2,624,080 parameters, 2,624,064 gradients, 6.5 GFLOPs"));
+    model->eval();
+    model->fuse();
+    const auto fused = nn::summarize(*model);
+    CHECK(fused.layers == fused_layers);
+    CHECK(fused.parameters == 2616248);
+  }
 }
