@@ -27,6 +27,10 @@ def export(args):
         "nc": str(model.nc),
         "names": json.dumps({int(k): v for k, v in model.names.items()}),
         "yaml": model.yaml.get("yaml_file", ""),
+        # whose construction the network follows (yolotrain's DetectionModelOptions::ultralytics):
+        # SPPF's cv1 has a SiLU up to Ultralytics 8.3, none since 8.4.0
+        "ultralytics": "8.3" if any(type(m).__name__ == "SPPF" and type(m.cv1.act).__name__ == "SiLU"
+                                    for m in model.modules()) else "8.4",
     }
     save_file(tensors, args.target, metadata=metadata)
     print(f"wrote {len(tensors)} tensors to {args.target}")

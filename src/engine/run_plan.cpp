@@ -125,6 +125,7 @@ fs::path LeaderResolver::resolve_folder(const fs::path& target) {
 // The stored arguments win, except those a resumed run may change.
 void adopt_stored_config(RunPlan& plan) {
   TrainConfig stored;
+  stored.compat = "8.3";  // checkpoints without compat= were written when every model was built like 8.3
   stored.load_yaml_text(plan.resume_from->meta.config, "the checkpoint's arguments");
   const TrainConfig defaults;
   for (const char* key : kResumeOverridable) {

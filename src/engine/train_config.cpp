@@ -59,6 +59,8 @@ const std::vector<Spec>& specs() {
       {"optimizer", &C::optimizer, "auto | SGD | Adam | AdamW", -kInf, kInf, {"auto", "sgd", "adam", "adamw"}},
       {"seed", &C::seed, "random seed", 0, 4294967295.0},
       {"deterministic", &C::deterministic, "use deterministic algorithms"},
+      {"compat", &C::compat, "Ultralytics version a model is built like: 8.4 | 8.3 (8.0 to 8.3)", -kInf, kInf,
+       {"8.3", "8.4"}},
       {"single_cls", &C::single_cls, "train every class as one"},
       {"rect", &C::rect, "rectangular training batches"},
       {"cos_lr", &C::cos_lr, "cosine learning-rate schedule"},

@@ -175,6 +175,7 @@ std::optional<ValidationReport> Trainer::Run::validation_pass(bool plots) {
   const auto t0 = Clock::now();
   ValidationPass pass{ema->ema(), data.val_loader.get(), nullptr, device, memory_format, cfg.iou, cfg.max_det,
                       cfg.single_cls, &token, plots ? outputs.plots.get() : nullptr, plan.run_dir};
+  pass.rules = rules_for(cfg.compat);
   std::optional<ValidationReport> report = task->validate(pass);
   result.timings.validation_s += seconds_since(t0);
   return report;

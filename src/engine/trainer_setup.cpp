@@ -93,15 +93,22 @@ void Trainer::Run::build() {
   const bool from_weights = io::is_weights_file(cfg.model);
   std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
   if (!start && cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);
-  // From weights, the architecture is theirs (Ultralytics: DetectionModel(weights.yaml, nc=data's nc)).
+  // From weights, the architecture is theirs, built by this version's rules as Ultralytics 8.4 does
+  // (DetectionModel(weights.yaml, nc=data's nc), then the weights transferred): compat= decides.
   try {
     model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
                                    .nc(data.config.nc())
-                                   .names(data.config.names));
+                                   .names(data.config.names)
+                                   .ultralytics(cfg.compat));
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
     throw ConfigError("model=" + cfg.model + ": " + e.what());
+  }
+  if (model->head()->options.end2end()) {
+    throw ConfigError("model=" + cfg.model + ": an end-to-end head (YOLO26) trains with Ultralytics 8.4's E2ELoss, "
+                      "which yolotrain does not have yet; it validates, predicts and exports such models. "
+                      "Train yolo11n.yaml or yolov8n.yaml meanwhile");
   }
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
     const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());

@@ -71,12 +71,16 @@ std::string ValidationReport::table(bool per_class) const {
   return out;
 }
 
+metrics::UltralyticsRules rules_for(const std::string& compat) {
+  return compat == "8.3" ? metrics::UltralyticsRules::V83 : metrics::UltralyticsRules::V84;
+}
+
 std::optional<ValidationReport> run_validation(ValidationPass pass) {
   const auto started = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   const bool was_training = pass.net->is_training();
   pass.net->eval();
-  metrics::Validator validator(pass.net->nc());
+  metrics::Validator validator(pass.net->nc(), pass.rules);
   metrics::NmsOptions nms;
   nms.conf = 0.001;
   nms.iou = pass.iou;
@@ -235,6 +239,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   if (!save_dir.empty()) writer = std::make_unique<plots::PlotWriter>();
   ValidationPass pass{net,         &loader,        criterion ? &*criterion : nullptr, device, format, cfg.iou,
                       cfg.max_det, cfg.single_cls, token,      writer.get(), save_dir};
+  pass.rules = rules_for(cfg.compat);
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
   if (!folder_warning.empty()) report->plot_warnings.push_back(folder_warning);

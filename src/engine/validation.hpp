@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/engine/validate.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
+#include "yolotrain/metrics/validator.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 #include "yolotrain/plots/plot_writer.hpp"
 
@@ -28,7 +30,12 @@ struct ValidationPass {
   const lifecycle::ControlToken* token = nullptr;  ///< a stop ends the pass
   plots::PlotWriter* plots = nullptr;  ///< set: val_batch0..2 _labels/_pred.jpg go to plot_dir
   std::filesystem::path plot_dir;
+  /// Whose validation rules the metrics follow (rules_for(compat=)).
+  metrics::UltralyticsRules rules = metrics::UltralyticsRules::V84;
 };
+
+/// The metrics' rules for compat= ("8.3" or "8.4").
+metrics::UltralyticsRules rules_for(const std::string& compat);
 
 /// Runs the pass; nothing when a stop was requested before it finished.
 std::optional<ValidationReport> run_validation(ValidationPass pass);

@@ -7,7 +7,8 @@ namespace yolotrain::exporter {
 
 std::filesystem::path export_safetensors(const std::filesystem::path& weights, const std::filesystem::path& out) {
   const io::ModelWeights w = io::read_model_weights(weights);
-  nn::write_safetensors(out, w.tensors, {{"format", "pt"}, {"names", io::encode_names(w.names)}});
+  nn::write_safetensors(out, w.tensors,
+                        {{"format", "pt"}, {"names", io::encode_names(w.names)}, {"ultralytics", w.builds_like}});
   return out;
 }
 

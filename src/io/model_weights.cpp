@@ -28,6 +28,16 @@ std::vector<std::string> numbered(std::int64_t nc) {
 }
 
 // The model a run trained: its `model` argument, unless that named weights to start from.
+// The compat= a yolo_train checkpoint's run was built with; "8.3" when it predates the argument.
+std::string compat_of_config(const std::string& config_yaml) {
+  try {
+    const YAML::Node node = YAML::Load(config_yaml);
+    if (node.IsMap() && node["compat"]) return node["compat"].as<std::string>();
+  } catch (const YAML::Exception&) {
+  }
+  return "8.3";
+}
+
 std::string model_of_config(const std::string& config_yaml) {
   try {
     const YAML::Node node = YAML::Load(config_yaml);
@@ -72,7 +82,7 @@ ModelWeights from_checkpoint(const fs::path& path) {
   if (w.tensors.empty()) throw Error(path.string() + " holds no EMA weights: is it a yolo_train checkpoint?");
   w.model_yaml = model_of_config(c.meta.config);
   if (const auto it = c.meta.extra.find("names"); it != c.meta.extra.end()) w.names = decode_names(it->second);
-  if (const auto it = c.meta.extra.find("ultralytics"); it != c.meta.extra.end()) w.builds_like = it->second;
+  w.builds_like = compat_of_config(c.meta.config);
   w.format = "ytckpt";
   w.description = "yolo_train checkpoint (EMA, step " + std::to_string(c.meta.step) + ")";
   w.date = iso_date(c.meta.wall_time);

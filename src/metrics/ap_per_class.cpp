@@ -89,11 +89,15 @@ std::vector<double> interp(const std::vector<double>& x, const std::vector<doubl
 }
 
 std::tuple<double, std::vector<double>, std::vector<double>> compute_ap(
-    const std::vector<double>& recall, const std::vector<double>& precision) {
+    const std::vector<double>& recall, const std::vector<double>& precision, UltralyticsRules rules) {
   std::vector<double> mrec{0.0}, mpre{1.0};
   mrec.insert(mrec.end(), recall.begin(), recall.end());
-  mrec.push_back(1.0);
   mpre.insert(mpre.end(), precision.begin(), precision.end());
+  if (rules == UltralyticsRules::V84) {  // 8.4: the envelope drops to 0 at the last recall reached
+    mrec.push_back(recall.empty() ? 1.0 : recall.back());
+    mpre.push_back(0.0);
+  }
+  mrec.push_back(1.0);
   mpre.push_back(0.0);
   for (std::size_t i = mpre.size() - 1; i-- > 0;) mpre[i] = std::max(mpre[i], mpre[i + 1]);
   const std::vector<double> x = detail::linspace(0, 1, 101);
@@ -123,7 +127,8 @@ std::vector<double> smooth(const std::vector<double>& y, double f) {
 }
 
 ApResult ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in,
-                      const at::Tensor& pred_cls_in, const at::Tensor& target_cls_in, double eps) {
+                      const at::Tensor& pred_cls_in, const at::Tensor& target_cls_in, double eps,
+                      UltralyticsRules rules) {
   const int64_t n = conf_in.numel();
   if (tp_in.dim() != 2 || tp_in.size(0) != n || pred_cls_in.numel() != n) {
     throw Error("ap_per_class: tp [N, T], conf [N] and pred_cls [N] disagree: " +
@@ -179,7 +184,7 @@ ApResult ap_per_class(const at::Tensor& tp_in, const at::Tensor& conf_in,
     std::copy(r.begin(), r.end(), r_curve[ci].data_ptr<double>());
     std::copy(p.begin(), p.end(), p_curve[ci].data_ptr<double>());
     for (int64_t j = 0; j < t; ++j) {
-      const auto [value, mpre, mrec] = compute_ap(recall[j], precision[j]);
+      const auto [value, mpre, mrec] = compute_ap(recall[j], precision[j], rules);
       ap.data_ptr<double>()[ci * t + j] = value;
       if (j == 0) {  // Ultralytics: prec_values.append(np.interp(x, mrec, mpre))
         const auto pr = interp(x, mrec, mpre);

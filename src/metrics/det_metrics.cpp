@@ -26,11 +26,11 @@ std::vector<double> DetMetrics::maps(int64_t nc) const {
 }
 
 DetMetrics det_metrics(const at::Tensor& tp, const at::Tensor& conf, const at::Tensor& pred_cls,
-                       const at::Tensor& target_cls) {
+                       const at::Tensor& target_cls, UltralyticsRules rules) {
   DetMetrics m;
   m.all_ap = at::zeros({0, tp.dim() == 2 ? tp.size(1) : 10}, at::kDouble);
   if (tp.numel() == 0 || !tp.to(at::kBool).any().item<bool>()) return m;
-  const ApResult r = ap_per_class(tp, conf, pred_cls, target_cls);
+  const ApResult r = ap_per_class(tp, conf, pred_cls, target_cls, 1e-16, rules);
   m.p = column(r.p);
   m.r = column(r.r);
   m.f1 = column(r.f1);

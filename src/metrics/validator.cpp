@@ -18,7 +18,7 @@ at::Tensor cat_or_empty(const std::vector<at::Tensor>& parts, at::IntArrayRef em
 
 }  // namespace
 
-Validator::Validator(int64_t nc) : nc_(nc), iouv_(iou_thresholds()) {
+Validator::Validator(int64_t nc, UltralyticsRules rules) : nc_(nc), rules_(rules), iouv_(iou_thresholds()) {
   if (nc > 0) confusion_.emplace(nc);
 }
 
@@ -37,11 +37,12 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
                 c10::str(gt_bboxes.sizes()) + "; pass normalized xywh boxes [m, 4]");
   }
   ++seen_;
-  at::Tensor bbox;  // the labels in original-image pixels
+  const bool original = rules_ == UltralyticsRules::V83;  // 8.4 matches in the network input
+  at::Tensor bbox;  // the labels in the matching space's pixels
   if (nl) {
     bbox = loss::xywh2xyxy(gt_bboxes.reshape({-1, 4}).to(at::kFloat).cpu()) *
            at::tensor({imgsz[1], imgsz[0], imgsz[1], imgsz[0]}, at::kLong);
-    scale_boxes(imgsz, bbox, info.ori_shape, info.ratio_pad);
+    if (original) scale_boxes(imgsz, bbox, info.ori_shape, info.ratio_pad);
   }
   if (npr == 0) {
     if (nl) {
@@ -55,7 +56,7 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
   }
   at::Tensor predn = pred.slice(1, 0, 6).to(at::kFloat).clone();
   at::Tensor pbox = predn.slice(1, 0, 4);
-  scale_boxes(imgsz, pbox, info.ori_shape, info.ratio_pad);
+  if (original) scale_boxes(imgsz, pbox, info.ori_shape, info.ratio_pad);
   at::Tensor tp = at::zeros({npr, iouv_.numel()}, at::kBool);
   if (nl) tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, predn.slice(1, 0, 4)), iouv_);
   if (confusion_) confusion_->process_batch(predn, nl ? bbox : at::zeros({0, 4}), cls);
@@ -86,7 +87,7 @@ void Validator::update(const std::vector<at::Tensor>& preds, const at::Tensor& b
 }
 
 DetMetrics Validator::finalize() const {
-  return det_metrics(tp(), conf(), pred_cls(), target_cls());
+  return det_metrics(tp(), conf(), pred_cls(), target_cls(), rules_);
 }
 
 void Validator::reset() {

@@ -43,6 +43,10 @@ struct TrainConfig {
   std::string optimizer = "auto";   ///< auto | SGD | Adam | AdamW
   std::int64_t seed = 0;
   bool deterministic = true;
+  /// Whose construction a model built from YAML follows: "8.4" (Ultralytics 8.4, the default) or
+  /// "8.3" (8.0 to 8.3; nn::DetectionModelOptions::ultralytics). A run resumed from a checkpoint
+  /// written before this argument existed keeps 8.3, as it was built.
+  std::string compat = "8.4";
   bool single_cls = false;
   bool rect = false;
   bool cos_lr = false;

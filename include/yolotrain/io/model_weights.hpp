@@ -22,8 +22,8 @@ struct ModelWeights {
   std::string description;          ///< for messages ("Ultralytics 8.2.82 checkpoint (ema)", ...)
   std::string date;                 ///< when the weights were written (ISO 8601): the file's record, else its mtime
   /// nn::DetectionModelOptions::ultralytics for the network they fit: a `.pt` says it by its SPPF,
-  /// yolotrain's files by their `ultralytics` metadata; files without it were written before
-  /// yolotrain built like 8.4, so "8.3".
+  /// a safetensors file by its `ultralytics` metadata, a checkpoint by its run's compat=; files
+  /// without it were written before yolotrain built like 8.4, so "8.3".
   std::string builds_like = "8.3";
 };
 

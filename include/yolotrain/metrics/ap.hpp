@@ -6,6 +6,8 @@
 #include <tuple>
 #include <vector>
 
+#include "yolotrain/metrics/ultralytics_rules.hpp"
+
 namespace yolotrain::metrics {
 
 /// The 10 IoU thresholds of mAP50-95: torch.linspace(0.5, 0.95, 10) in float32.
@@ -26,11 +28,12 @@ std::vector<double> interp(const std::vector<double>& x, const std::vector<doubl
                            const std::vector<double>& fp, std::optional<double> left = {},
                            std::optional<double> right = {});
 
-/// AP of one precision/recall curve as Ultralytics' compute_ap: sentinels (0, 1) and (1, 0),
-/// precision envelope, trapezoid integral of the 101-point interpolation. Returns
-/// (ap, mpre, mrec).
+/// AP of one precision/recall curve as Ultralytics' compute_ap: sentinels (0, 1) and (1, 0) (8.4
+/// also (last recall, 0) before the last: UltralyticsRules), precision envelope, trapezoid
+/// integral of the 101-point interpolation. Returns (ap, mpre, mrec).
 std::tuple<double, std::vector<double>, std::vector<double>> compute_ap(
-    const std::vector<double>& recall, const std::vector<double>& precision);
+    const std::vector<double>& recall, const std::vector<double>& precision,
+    UltralyticsRules rules = UltralyticsRules::V83);
 
 /// What ap_per_class() returns; C = classes present in the ground truth, T = thresholds.
 struct ApResult {
@@ -53,7 +56,8 @@ struct ApResult {
 /// quicksort is not stable; stable equals it on small arrays). Prediction-only classes are
 /// ignored; classes with ground truth but no predictions get zeros.
 ApResult ap_per_class(const at::Tensor& tp, const at::Tensor& conf, const at::Tensor& pred_cls,
-                      const at::Tensor& target_cls, double eps = 1e-16);
+                      const at::Tensor& target_cls, double eps = 1e-16,
+                      UltralyticsRules rules = UltralyticsRules::V83);
 
 /// Ultralytics' smooth(): box filter of width round(n * f * 2) // 2 + 1 with edge padding.
 std::vector<double> smooth(const std::vector<double>& y, double f = 0.05);

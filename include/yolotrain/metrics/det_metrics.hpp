@@ -40,6 +40,6 @@ struct DetMetrics {
 /// When no detection is a true positive at any threshold every figure stays 0 (as Ultralytics'
 /// validator, which then skips ap_per_class).
 DetMetrics det_metrics(const at::Tensor& tp, const at::Tensor& conf, const at::Tensor& pred_cls,
-                       const at::Tensor& target_cls);
+                       const at::Tensor& target_cls, UltralyticsRules rules = UltralyticsRules::V83);
 
 }  // namespace yolotrain::metrics

@@ -9,6 +9,7 @@
 #include "yolotrain/metrics/boxes.hpp"
 #include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
+#include "yolotrain/metrics/ultralytics_rules.hpp"
 
 namespace yolotrain::metrics {
 
@@ -20,12 +21,12 @@ struct ImageInfo {
 };
 
 /// Accumulates validation statistics image by image, as Ultralytics' DetectionValidator
-/// (update_metrics / get_stats): predictions and labels are mapped back to the original image,
+/// (update_metrics / get_stats): predictions and labels are put in one space (UltralyticsRules),
 /// matched greedily at IoU 0.5:0.95, and finalize() computes the metrics.
 class Validator {
  public:
   /// `nc` sizes nt_per_class() and the confusion matrix; 0 means "as many as seen" and no matrix.
-  explicit Validator(int64_t nc = 0);
+  explicit Validator(int64_t nc = 0, UltralyticsRules rules = UltralyticsRules::V83);
 
   /// One image. pred [n, 6] post-NMS rows (x1, y1, x2, y2, conf, cls) in pixels of the network
   /// input of size imgsz (h, w); gt_cls [m] (or [m, 1]); gt_bboxes [m, 4] normalized xywh.
@@ -63,6 +64,7 @@ class Validator {
 
  private:
   int64_t nc_;
+  UltralyticsRules rules_;
   int64_t seen_ = 0;
   at::Tensor iouv_;
   std::vector<at::Tensor> tp_, conf_, pred_cls_, target_cls_;

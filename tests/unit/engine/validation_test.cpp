@@ -94,7 +94,7 @@ void check_figures(const en::ValidationReport& r, const std::vector<double>& all
 // this best.pt (rectangular batches, conf 0.001, iou 0.7).
 TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[engine]") {
   yolotrain::test::TempDir tmp;
-  const auto report = validate_bccd_best("bccd_yolov8n", tmp);
+  const auto report = validate_bccd_best("bccd_yolov8n", tmp, {"compat=8.3"});  // matched as 8.2 did
   if (!report) return;
   const en::ValidationReport& r = *report;
   CHECK(r.save_dir == tmp / "val");
@@ -107,8 +107,29 @@ TEST_CASE("val of Ultralytics' own best.pt gives Ultralytics' own figures", "[en
 // batch=16) of its YOLO11n best.pt (rectangular batches, conf 0.001, iou 0.7).
 TEST_CASE("val of Ultralytics' own YOLO11n best.pt gives Ultralytics' own figures", "[engine][yolo11]") {
   yolotrain::test::TempDir tmp;
-  const auto report = validate_bccd_best("bccd_yolo11n", tmp, {"plots=false"});
+  const auto report = validate_bccd_best("bccd_yolo11n", tmp, {"plots=false", "compat=8.3"});
   if (!report) return;
   check_figures(*report, {0.020331365977790117, 0.6087833367011771, 0.14317890033098626, 0.05564960474403957},
                 {0.251, 0.178, 0.0});
+}
+
+// PROVENANCE.md beside the weights: Ultralytics 8.4.117's own model.val(data=bccd, imgsz=320,
+// batch=16) of its YOLO26n best.pt: the end-to-end head's top-k without NMS (conf 0.001).
+TEST_CASE("val of Ultralytics' own YOLO26n best.pt gives Ultralytics' own figures", "[engine][yolo26]") {
+  yolotrain::test::TempDir tmp;
+  const auto report = validate_bccd_best("bccd_yolo26n", tmp, {"plots=false"});
+  if (!report) return;
+  check_figures(*report, {0.01682517315077296, 0.47334450665050104, 0.07133391758242459, 0.02360386292048812},
+                {0.206, 0.00842, 0.0});
+  CHECK(report->loss == std::array<double, 3>{0, 0, 0});  // no E2ELoss yet: no validation loss
+}
+
+// Ultralytics 8.4.117's own model.val of the 8.2.82 bccd_yolov8n best.pt (same arguments; run here,
+// ../shared/tools/ultralytics84): 8.4 matches in the network input, so the figures move.
+TEST_CASE("val of the YOLOv8n best.pt with compat=8.4 gives Ultralytics 8.4's figures", "[engine]") {
+  yolotrain::test::TempDir tmp;
+  const auto report = validate_bccd_best("bccd_yolov8n", tmp, {"plots=false"});
+  if (!report) return;
+  check_figures(*report, {0.6165015668695898, 0.25151582882073276, 0.21154349502393002, 0.08348937105014212},
+                {0.2657973806054303, 0.3688331044663598});
 }
