@@ -175,6 +175,10 @@ OnnxExportReport export_onnx(const fs::path& weights, const fs::path& out, OnnxE
   }
   const io::ModelWeights w = io::read_model_weights(weights);
   nn::DetectionModel model = io::build_model(w, weights.string());
+  if (model->head()->options.end2end()) {
+    throw Error("export: " + weights.string() + " has an end-to-end head (YOLO26), whose ONNX form ((N, 300, 6), "
+                "no NMS) yolotrain does not write yet; format=safetensors exports its weights");
+  }
   model->eval();
   model->fuse();
   const std::int64_t stride = model->max_stride();

@@ -190,12 +190,13 @@ std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x) {
   const std::int64_t k = block.options.k(), p = k / 2;
   {
     auto scope = g.scope("m");
-    for (int i = 0; i < 3; ++i) {
+    for (std::int64_t i = 0; i < block.options.n(); ++i) {
       parts.push_back(g.node("MaxPool", {parts.back()},
                              {{"kernel_shape", Ints{k, k}}, {"pads", Ints{p, p, p, p}}, {"strides", Ints{1, 1}}}));
     }
   }
-  return scoped(g, "cv2", *block.cv2, concat(g, parts, 1));
+  const std::string y = scoped(g, "cv2", *block.cv2, concat(g, parts, 1));
+  return block.options.shortcut() && block.options.c1() == block.options.c2() ? g.node("Add", {y, x}) : y;
 }
 
 std::string emit(OnnxGraph& g, nn::UpsampleImpl& upsample, const std::string& x) {

@@ -94,11 +94,28 @@ class ModelBuilder {
     second.weight = cv1.weight.slice(0, c, 2 * c);
     second.bias = cv1.bias.slice(0, c, 2 * c);
     std::vector<int> parts{b_.conv(x, first), b_.conv(x, second)};
-    for (const auto& block : m.m->children()) {
+    for (std::size_t i = 0; i < m.m->size(); ++i) {
+      const auto block = m.m->ptr(i);
       if (const auto* c3k_block = block->as<nn::C3kImpl>()) parts.push_back(c3k(parts.back(), *c3k_block));
-      else parts.push_back(bottleneck(parts.back(), *block->as<nn::BottleneckImpl>()));
+      else if (const auto* plain = block->as<nn::BottleneckImpl>()) parts.push_back(bottleneck(parts.back(), *plain));
+      else parts.push_back(attention_block(parts.back(), m, i));
     }
     return b_.conv(b_.concat(parts), params_of(*m.cv2));
+  }
+
+  // YOLO26's C3k2 block with attention (Bottleneck then PSABlock): libtorch's, as C2PSA's.
+  int attention_block(int x, const nn::C2fImpl& m, std::size_t i) {
+    check_fused(*m.m->ptr(i));
+    torch::nn::Sequential chain = m.m;
+    return b_.host(x, m.c, [chain, i](const at::Tensor& t) mutable { return (chain->begin() + i)->forward(t); });
+  }
+
+  static void check_fused(const torch::nn::Module& module) {
+    for (const auto& conv : module.modules()) {
+      if (const auto* c = conv->as<nn::ConvImpl>(); c != nullptr && !c->fused()) {
+        throw Unsupported("a Conv whose BatchNorm is not folded (fuse the model)");
+      }
+    }
   }
 
   int c3k(int x, const nn::C3kImpl& m) {
@@ -111,11 +128,7 @@ class ModelBuilder {
   // block is one step of the plan that reads and writes the plan's buffers.
   int c2psa(int x, const torch::nn::Module& m) {
     auto module = std::dynamic_pointer_cast<nn::C2PSAImpl>(const_cast<torch::nn::Module&>(m).shared_from_this());
-    for (const auto& conv : module->modules()) {
-      if (const auto* c = conv->as<nn::ConvImpl>(); c != nullptr && !c->fused()) {
-        throw Unsupported("a Conv whose BatchNorm is not folded (fuse the model)");
-      }
-    }
+    check_fused(*module);
     return b_.host(x, module->options.c2(), [module](const at::Tensor& t) { return module->forward(t); });
   }
 
@@ -123,9 +136,10 @@ class ModelBuilder {
     const auto& o = m.m->options;
     if ((*o.dilation())[0] != 1 || o.ceil_mode()) throw Unsupported("an SPPF pool with dilation or ceil_mode");
     std::vector<int> parts{b_.conv(x, params_of(*m.cv1))};
-    for (int i = 0; i < 3; ++i)
+    for (int64_t i = 0; i < m.options.n(); ++i)
       parts.push_back(b_.max_pool(parts.back(), (*o.kernel_size())[0], (*o.stride())[0], (*o.padding())[0]));
-    return b_.conv(b_.concat(parts), params_of(*m.cv2));
+    const bool shortcut = m.options.shortcut() && m.options.c1() == m.options.c2();  // 8.4: + x after cv2
+    return b_.conv(b_.concat(parts), params_of(*m.cv2), shortcut ? x : -1);
   }
 
   int upsample(int x, const nn::UpsampleImpl& m) {
@@ -135,9 +149,12 @@ class ModelBuilder {
     return b_.upsample_nearest(x, factor);
   }
 
+  // The branch that predicts: the one-to-one of an end-to-end head (YOLO26), else the only one.
   void detect(const std::vector<int>& xs, const nn::DetectImpl& d) {
-    if (xs.size() != d.cv2->size()) throw Unsupported("a Detect with a different number of inputs");
-    for (size_t i = 0; i < xs.size(); ++i) b_.output({branch(xs[i], *d.cv2->ptr(i)), branch(xs[i], *d.cv3->ptr(i))});
+    const auto& box = d.end2end() ? d.one2one_cv2 : d.cv2;
+    const auto& cls = d.end2end() ? d.one2one_cv3 : d.cv3;
+    if (xs.size() != box->size()) throw Unsupported("a Detect with a different number of inputs");
+    for (size_t i = 0; i < xs.size(); ++i) b_.output({branch(xs[i], *box->ptr(i)), branch(xs[i], *cls->ptr(i))});
   }
 
   // Detect's branch: its Convs and the last Conv2d in order (YOLO11's class branch nests lists).
@@ -280,7 +297,9 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
   Plan& plan = impl_->plan_for(x.size(2), x.size(3));
   std::vector<at::Tensor> images;  // one image at a time: the plans are for batch 1
   for (int64_t i = 0; i < x.size(0); ++i) {
-    images.push_back(impl_->model->head()->decode(plan.run(impl_->stream, input[i].data_ptr())));
+    nn::Detect head = impl_->model->head();  // the plan ran the branch that predicts (detect())
+    std::vector<at::Tensor> raw = plan.run(impl_->stream, input[i].data_ptr());
+    images.push_back(head->end2end() ? head->inference({{}, std::move(raw)}) : head->decode(raw));
   }
   return images.size() == 1 ? images.front() : at::cat(images);
 }

@@ -129,6 +129,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   nms.classes = options.classes;
   nms.agnostic = options.agnostic_nms;
   nms.multi_label = false;
+  nms.end2end = net->head()->end2end();  // YOLO26: the top-k needs no NMS
   const std::vector<at::Tensor> kept = metrics::non_max_suppression(out.to(at::kFloat), nms);
   const std::array<std::int64_t, 2> input_shape{x.size(2), x.size(3)};
   std::vector<Prediction> preds;

@@ -7,6 +7,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/export/export_config.hpp"
 #include "yolotrain/export/onnx_export.hpp"
+#include "yolotrain/export/safetensors_export.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/metrics/nms.hpp"
 #include "yolotrain/nn/detection_model.hpp"
@@ -219,6 +220,23 @@ TEST_CASE("export_onnx from weights files: rounded imgsz, bad files named, the p
   o.half = true;
   const auto h = yolotrain::exporter::export_onnx(weights, out, o);
   CHECK_THAT(h.warnings.front(), Catch::Contains("half=true"));
+}
+
+TEST_CASE("YOLO26 weights: ONNX refused with the reason, safetensors say whose construction they fit", "[export]") {
+  TempDir tmp;
+  yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions("yolo26n.yaml").nc(3));
+  const fs::path weights = tmp.path() / "y26.safetensors";
+  yolotrain::nn::write_safetensors(weights, yolotrain::nn::state_dict(*model), {{"ultralytics", "8.4"}});
+  CHECK_THROWS_WITH(yolotrain::exporter::export_onnx(weights, tmp.path() / "y26.onnx", OnnxExportOptions{}),
+                    Catch::Contains("end-to-end head (YOLO26)") && Catch::Contains("format=safetensors"));
+  CHECK_FALSE(fs::exists(tmp.path() / "y26.onnx"));
+  const fs::path again = yolotrain::exporter::export_safetensors(weights, tmp.path() / "again.safetensors");
+  const auto w = yolotrain::io::read_model_weights(again);
+  CHECK(w.builds_like == "8.4");
+  CHECK(w.model_yaml == "yolo26n.yaml");
+  // Built back from the file: SPPF's cv1 without SiLU, as it was (8.4).
+  auto rebuilt = yolotrain::io::build_model(w, again.string());
+  CHECK(rebuilt->model[9]->as<yolotrain::nn::SPPFImpl>()->cv1->act.is_empty());
 }
 
 TEST_CASE("export arguments: Ultralytics' names, W.onnx beside W, bad values named", "[export]") {

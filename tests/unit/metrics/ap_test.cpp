@@ -68,6 +68,20 @@ TEST_CASE("two perfect detections give AP 0.995 and a miss between hits gives 0.
   CHECK(shuffled.ap[0][0].item<double>() == Approx(r.ap[0][0].item<double>()).epsilon(1e-15));
 }
 
+// One of two objects found, at precision 1. Ultralytics 8.3's envelope slopes from (0.5, 1) down to
+// (1, 0): AP 0.5 + 0.25. 8.4 adds (0.5, 0) first, and np.interp at 0.5 takes that last duplicate:
+// 0.49 + 0.01 * (1 + 0) / 2.
+TEST_CASE("8.4's compute_ap ends the precision envelope at the last recall reached", "[metrics]") {
+  const auto v83 = ym::compute_ap({0.5}, {1.0}, ym::UltralyticsRules::V83);
+  const auto v84 = ym::compute_ap({0.5}, {1.0}, ym::UltralyticsRules::V84);
+  CHECK(std::get<0>(v83) == Approx(0.75).epsilon(1e-12));
+  CHECK(std::get<0>(v84) == Approx(0.495).epsilon(1e-12));
+  CHECK(std::get<2>(v84) == std::vector<double>{0.0, 0.5, 0.5, 1.0});
+  // Reaching recall 1 makes them agree.
+  CHECK(std::get<0>(ym::compute_ap({0.5, 1.0}, {1.0, 1.0}, ym::UltralyticsRules::V84)) ==
+        Approx(std::get<0>(ym::compute_ap({0.5, 1.0}, {1.0, 1.0}, ym::UltralyticsRules::V83))).epsilon(1e-12));
+}
+
 TEST_CASE("classes with ground truth but no predictions count as zero", "[metrics]") {
   const ym::DetMetrics m = ym::det_metrics(tp_rows({1}), f({0.9f}), f({0}), f({0, 1}));
   REQUIRE(m.ap_class_index == std::vector<int64_t>({0, 1}));

@@ -2,6 +2,8 @@
 
 #include "catch.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 
 #include "test_support.hpp"
@@ -141,4 +143,43 @@ TEST_CASE("Predictor names the file it cannot read", "[predict]") {
   CHECK_THROWS_WITH(predictor.predict(tmp / "broken.jpg"), Catch::Contains("broken.jpg"));
   CHECK_THROWS_WITH(Predictor(tmp / "missing.pt"), Catch::Contains("missing.pt") && Catch::Contains("no such file"));
   CHECK_THROWS_AS(predictor.predict(yolotrain::data::Image{}), yolotrain::Error);
+}
+
+// Ultralytics 8.4.117's own predictor (YOLO(best.pt).predict(imgsz=320, conf=0.01), run here by
+// scripts/ultralytics84_predict.py; tests/unit/predict/data/yolo26n_bccd_val_conf0.01.json) over
+// the 87 bccd val images: YOLO26n's end-to-end head, its top-k and no NMS, on each CPU forward.
+TEST_CASE("YOLO26n predictions on the bccd val images equal Ultralytics 8.4's", "[predict][yolo26]") {
+  const fs::path best = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics" / "bccd_yolo26n" / "best.pt";
+  if (!fs::exists(best) || !fs::exists(kImages)) {
+    WARN("skipped: " << best.string() << " or the bccd images are absent");
+    return;
+  }
+  const auto ref = nlohmann::json::parse(std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests" / "unit" /
+                                                       "predict" / "data" / "yolo26n_bccd_val_conf0.01.json"));
+  REQUIRE(ref["boxes"].size() == 87);
+  for (const std::string forward : {"libtorch", "auto"}) {
+    PredictOptions o = at320();
+    o.conf = 0.01;
+    o.forward = forward;
+    Predictor predictor(best, o);
+    INFO("forward " << predictor.forward());
+    std::size_t boxes = 0;
+    for (const auto& [file, expected] : ref["boxes"].items()) {
+      INFO(file);
+      const Prediction p = predictor.predict(yolotrain::data::decode_image(kImages / file));
+      REQUIRE(p.boxes.size() == expected.size());
+      for (std::size_t i = 0; i < p.boxes.size(); ++i) {
+        const Detection& d = p.boxes[i];
+        const auto& e = expected[i];
+        CHECK(std::abs(d.x1 - e[0].get<float>()) <= 0.1f);
+        CHECK(std::abs(d.y1 - e[1].get<float>()) <= 0.1f);
+        CHECK(std::abs(d.x2 - e[2].get<float>()) <= 0.1f);
+        CHECK(std::abs(d.y2 - e[3].get<float>()) <= 0.1f);
+        CHECK(std::abs(d.conf - e[4].get<float>()) <= 1e-3f);
+        CHECK(d.cls == e[5].get<int64_t>());
+      }
+      boxes += p.boxes.size();
+    }
+    CHECK(boxes == 2122);
+  }
 }
