@@ -107,8 +107,8 @@ void Trainer::Run::build() {
   }
   if (model->head()->options.end2end()) {
     throw ConfigError("model=" + cfg.model + ": an end-to-end head (YOLO26) trains with Ultralytics 8.4's E2ELoss, "
-                      "which yolotrain does not have yet; it validates, predicts and exports such models. "
-                      "Train yolo11n.yaml or yolov8n.yaml meanwhile");
+                      "which yolotrain does not have yet; it validates and predicts such models (and exports "
+                      "their weights as safetensors). Train yolo11n.yaml or yolov8n.yaml meanwhile");
   }
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
     const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
