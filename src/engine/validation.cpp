@@ -87,6 +87,7 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   nms.max_det = pass.max_det;
   nms.multi_label = true;
   nms.agnostic = pass.agnostic;
+  nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
   ValidationReport report;
   std::int64_t batches = 0;
   auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
@@ -101,7 +102,6 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
       for (int i = 0; i < 3; ++i) report.loss[i] += items[i].item<double>();
     }
     ++batches;
-    nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
     for (auto& p : preds) p = p.to(torch::kCPU);
     if (pass.plots && b->index < 3)

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "has_suffix.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
@@ -115,10 +116,6 @@ ModelWeights from_ultralytics(const fs::path& path) {
   return w;
 }
 
-bool has_suffix(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 nn::DetectionModel build_model(const ModelWeights& weights, const std::string& source) {
@@ -190,7 +187,7 @@ std::string model_yaml_from_weights(const lc::NamedTensors& tensors, const std::
 
 std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {
   for (const auto& [name, t] : tensors) {
-    if (has_suffix(name, ".cv3.0.2.weight")) return t.size(0);
+    if (detail::has_suffix(name, ".cv3.0.2.weight")) return t.size(0);
   }
   throw Error(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 or YOLO11 detection weights?");
 }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "has_suffix.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/torch_archive.hpp"
@@ -68,6 +69,9 @@ class ModelReader {
  public:
   explicit ModelReader(std::string name) : name_(std::move(name)) {}
 
+  /// "8.3" or "8.4" from the SPPF's cv1 activation; empty before an SPPF was seen.
+  const std::string& builds_like() const { return builds_like_; }
+
   // Pre-order as torch.nn.Module.state_dict(): own parameters, own persistent buffers, children.
   void collect(const PickleRef& module, const std::string& prefix, lifecycle::NamedTensors& out, int depth = 0) {
     const std::string cls = module->class_name();
@@ -80,7 +84,7 @@ class ModelReader {
     }
     if (depth > 32) throw Error(name_ + ": modules nested more than 32 deep");
     const PickleValue& state = *module->state;
-    if (ends_with(cls, ".SPPF")) note_sppf(state, prefix);
+    if (detail::has_suffix(cls, ".SPPF")) note_sppf(state, prefix);
     std::set<std::string> non_persistent;
     if (PickleRef np = state.get("_non_persistent_buffers_set"); np && np->kind == Kind::Set) {
       for (const auto& n : np->items) non_persistent.insert(n->s);
@@ -105,16 +109,6 @@ class ModelReader {
     }
   }
 
-
- public:
-  /// "8.3" or "8.4" from the SPPF's cv1 activation; empty before an SPPF was seen.
-  const std::string& builds_like() const { return builds_like_; }
-
- private:
-  static bool ends_with(const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-  }
-
   // SPPF.cv1.act: SiLU up to 8.3, Identity since 8.4.0 (the state dict cannot tell them apart).
   void note_sppf(const PickleValue& sppf, const std::string& prefix) {
     const PickleRef modules = sppf.get("_modules");
@@ -123,8 +117,8 @@ class ModelReader {
     const PickleRef act = cv1_modules && cv1_modules->kind == Kind::Dict ? cv1_modules->get("act") : nullptr;
     if (!act) throw Error(name_ + ": the SPPF '" + prefix + "' has no cv1.act");
     const std::string act_cls = act->class_name();
-    if (ends_with(act_cls, ".SiLU")) builds_like_ = "8.3";
-    else if (ends_with(act_cls, ".Identity")) builds_like_ = "8.4";
+    if (detail::has_suffix(act_cls, ".SiLU")) builds_like_ = "8.3";
+    else if (detail::has_suffix(act_cls, ".Identity")) builds_like_ = "8.4";
     else throw Error(name_ + ": the SPPF '" + prefix + "' has a cv1 activation " + act_cls + ", not SiLU or Identity");
   }
 
@@ -184,8 +178,7 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
   }
   const std::string cls = model->class_name();
   const std::string wanted = ".DetectionModel";  // ultralytics.nn.tasks.DetectionModel (RTDETR..., not)
-  if (cls.rfind("ultralytics.", 0) != 0 || cls.size() < wanted.size() ||
-      cls.compare(cls.size() - wanted.size(), wanted.size(), wanted) != 0) {
+  if (cls.rfind("ultralytics.", 0) != 0 || !detail::has_suffix(cls, wanted)) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
                 "; yolotrain reads detection models (ultralytics.nn.tasks.DetectionModel: YOLOv8, YOLO11, YOLO26) "
                 "only");

@@ -127,13 +127,11 @@ std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) {
 HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
   HeadOutputs out{forward(xs), {}};
   if (!end2end()) return out;
-  if (!is_training()) {
-    out.one2one = run(one2one_cv2, one2one_cv3, xs);
-    return out;
+  std::vector<at::Tensor> in(xs);
+  if (is_training()) {
+    for (auto& x : in) x = x.detach();
   }
-  std::vector<at::Tensor> detached;
-  for (const auto& x : xs) detached.push_back(x.detach());
-  out.one2one = run(one2one_cv2, one2one_cv3, detached);
+  out.one2one = run(one2one_cv2, one2one_cv3, in);
   return out;
 }
 
