@@ -130,15 +130,17 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   auto t0 = Clock::now();
   at::Tensor img = data::preprocess_images(b.img, device);
   if (cfg.multi_scale) img = multi_scale(img, ni);
-  std::vector<at::Tensor> feats;
+  nn::HeadOutputs heads;
   {
     AutocastScope autocast(amp, device);
-    feats = model->forward(img.contiguous(memory_format));
+    heads = model->forward_heads(img.contiguous(memory_format));
   }
-  for (auto& f : feats) f = f.to(torch::kFloat);  // the loss runs in float32
+  for (auto* branch : {&heads.one2many, &heads.one2one}) {
+    for (auto& f : *branch) f = f.to(torch::kFloat);  // the loss runs in float32
+  }
   result.timings.forward_s += seconds_since(t0);
   t0 = Clock::now();
-  const loss::LossOutput out = task->loss(feats, b, device);
+  const loss::LossOutput out = task->loss(heads, b, device);
   result.timings.loss_s += seconds_since(t0);
   t0 = Clock::now();
   // With several ranks, Ultralytics scales the loss by the world size before DDP averages the

@@ -105,11 +105,6 @@ void Trainer::Run::build() {
   } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
     throw ConfigError("model=" + cfg.model + ": " + e.what());
   }
-  if (model->head()->options.end2end()) {
-    throw ConfigError("model=" + cfg.model + ": an end-to-end head (YOLO26) trains with Ultralytics 8.4's E2ELoss, "
-                      "which yolotrain does not have yet; it validates and predicts such models (and exports "
-                      "their weights as safetensors). Train yolo11n.yaml or yolov8n.yaml meanwhile");
-  }
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
     const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
     say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of " +

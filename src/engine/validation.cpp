@@ -98,7 +98,8 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
         pass.net->forward_heads(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
     if (pass.criterion) {
       const loss::Targets targets{b->batch_idx.to(pass.device), b->cls.to(pass.device), b->bboxes.to(pass.device)};
-      const at::Tensor items = (*pass.criterion)(heads.one2many, targets).items.to(torch::kCPU, torch::kDouble);
+      const auto& outputs = pass.criterion_on_one2one ? heads.one2one : heads.one2many;
+      const at::Tensor items = (*pass.criterion)(outputs, targets).items.to(torch::kCPU, torch::kDouble);
       for (int i = 0; i < 3; ++i) report.loss[i] += items[i].item<double>();
     }
     ++batches;
@@ -224,8 +225,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.pin_memory = device.is_cuda();
   opts.token = token;
   data::Loader loader(set, opts);
-  // The validation loss (v8DetectionLoss); none for an end-to-end head, whose E2ELoss yolotrain has
-  // not yet (Ultralytics' own `val` reports no loss either).
+  // The validation loss (v8DetectionLoss); none for an end-to-end head (Ultralytics' own `val`
+  // reports no loss at all; training's validation reports E2ELoss' one-to-one terms).
   std::optional<loss::DetectionLoss> criterion;
   if (!net->head()->options.end2end()) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;

@@ -32,6 +32,8 @@ struct ValidationPass {
   std::filesystem::path plot_dir;
   /// Whose validation rules the metrics follow (rules_for(compat=)).
   metrics::UltralyticsRules rules = metrics::UltralyticsRules::V84;
+  /// The criterion takes the one-to-one branch (E2ELoss reports that branch's items).
+  bool criterion_on_one2one = false;
 };
 
 /// The metrics' rules for compat= ("8.3" or "8.4").

@@ -69,11 +69,13 @@ DetectionLoss::DetectionLoss(DetectionLossOptions options, LossGains gains)
     : options_(std::move(options)),
       gains_(gains),
       assigner_(options_.tal_topk, std::max<int64_t>(options_.nc, 1), 0.5, 6.0) {
-  if (options_.strides.empty() || options_.nc < 1 || options_.reg_max < 2) {
-    throw Error("DetectionLoss: needs at least one stride, nc >= 1 and reg_max >= 2 (got " +
+  if (options_.strides.empty() || options_.nc < 1 || options_.reg_max < 1) {
+    throw Error("DetectionLoss: needs at least one stride, nc >= 1 and reg_max >= 1 (got " +
                 std::to_string(options_.strides.size()) + " strides, nc " +
                 std::to_string(options_.nc) + ", reg_max " + std::to_string(options_.reg_max) + ")");
   }
+  assigner_.with_topk2(options_.tal_topk2);
+  if (options_.stal) assigner_.with_stal(options_.strides);
 }
 
 void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
@@ -115,6 +117,7 @@ at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
 
 at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
                                       const at::Tensor& pred_dist) const {
+  if (options_.reg_max == 1) return nn::dist2bbox(pred_dist, anchor_points, false);
   const int64_t b = pred_dist.size(0), a = pred_dist.size(1), c = pred_dist.size(2);
   const at::Tensor proj = at::arange(options_.reg_max, pred_dist.options().requires_grad(false));
   const at::Tensor dist = pred_dist.view({b, a, 4, c / 4}).softmax(3).matmul(proj);
@@ -182,23 +185,48 @@ at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* po
   return total;
 }
 
-// Ultralytics' BboxLoss: (CIoU term, DFL term) over the positive anchors, in grid units. Only the
-// positive anchors' distributions are decoded (with gradient): the others add nothing.
-std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const at::Tensor& pred_distri,
-                                            const at::Tensor& anchors, const at::Tensor& target_bboxes,
-                                            const at::Tensor& anchor_scores, const at::Tensor& tss,
-                                            const at::Tensor& fg, int64_t reg_max) {
+// What BboxLoss needs of the positives (fg: [B, A] mask), all in grid units.
+struct BoxInputs {
+  at::Tensor pred_distri;    // [B, A, 4 * reg_max] with gradient
+  at::Tensor anchors;        // [A, 2]
+  at::Tensor strides;        // [A, 1]
+  at::Tensor target_bboxes;  // [B, A, 4] xyxy
+  at::Tensor anchor_scores;  // [B, A]
+  at::Tensor tss;            // max(sum of target scores, 1)
+  at::Tensor fg;             // [B, A] bool
+  at::Tensor imgsz;          // (h, w) px
+};
+
+// 8.4's L1 term (reg_max 1): |predicted - target| ltrb distances in image fractions (times the
+// stride, over the width for l and r, the height for t and b), mean over the sides -> [n, 1].
+at::Tensor l1_term(const at::Tensor& fg_dist, const at::Tensor& target_ltrb, const at::Tensor& fg_strides,
+                   const at::Tensor& imgsz) {
+  const at::Tensor wh = imgsz.index({at::tensor({1, 0, 1, 0}, at::kLong)});  // w, h, w, h
+  const at::Tensor target = target_ltrb * fg_strides / wh;
+  const at::Tensor pred = fg_dist * fg_strides / wh;
+  return at::l1_loss(pred, target, at::Reduction::None).mean(-1, true);
+}
+
+// Ultralytics' BboxLoss: (CIoU term, DFL or L1 term) over the positive anchors, in grid units.
+// Only the positive anchors' distributions are decoded (with gradient): the others add nothing.
+std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const BoxInputs& in, int64_t reg_max) {
   RECORD_FUNCTION("yolotrain::loss::bbox_loss", std::vector<c10::IValue>());
-  const at::Tensor weight = anchor_scores.index({fg}).unsqueeze(-1);
-  const at::Tensor fg_distri = pred_distri.index({fg});                             // [n, 4 * reg_max]
-  const at::Tensor fg_anchors = anchors.expand({fg.size(0), -1, -1}).index({fg});  // [n, 2]
+  const at::Tensor& fg = in.fg;
+  const at::Tensor weight = in.anchor_scores.index({fg}).unsqueeze(-1);
+  const at::Tensor fg_distri = in.pred_distri.index({fg});                                // [n, 4 * reg_max]
+  const at::Tensor fg_anchors = in.anchors.expand({fg.size(0), -1, -1}).index({fg});     // [n, 2]
   const at::Tensor fg_boxes = loss.bbox_decode(fg_anchors.unsqueeze(0), fg_distri.unsqueeze(0)).squeeze(0);
-  const at::Tensor fg_targets = target_bboxes.index({fg});
+  const at::Tensor fg_targets = in.target_bboxes.index({fg});
   const at::Tensor iou = bbox_iou(fg_boxes, fg_targets, false, IouKind::CIoU);
-  const at::Tensor loss_iou = ((1.0 - iou) * weight).sum() / tss;
+  const at::Tensor loss_iou = ((1.0 - iou) * weight).sum() / in.tss;
+  if (reg_max == 1) {
+    const at::Tensor ltrb = at::cat({fg_anchors - fg_targets.slice(1, 0, 2), fg_targets.slice(1, 2, 4) - fg_anchors}, 1);
+    const at::Tensor fg_strides = in.strides.expand({fg.size(0), -1, -1}).index({fg});  // [n, 1]
+    return {loss_iou, (l1_term(fg_distri, ltrb, fg_strides, in.imgsz) * weight).sum() / in.tss};
+  }
   const at::Tensor target_ltrb = nn::bbox2dist(fg_anchors, fg_targets, static_cast<double>(reg_max - 1));
   const at::Tensor dfl = df_loss(fg_distri.view({-1, reg_max}), target_ltrb, reg_max);
-  return {loss_iou, (dfl * weight).sum() / tss};
+  return {loss_iou, (dfl * weight).sum() / in.tss};
 }
 
 }  // namespace
@@ -234,8 +262,8 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
     const Positives pos = positives_of(a);
     loss_cls = class_loss(parts.logits, &pos) / tss;
     if (a.fg_mask.any().item<bool>()) {
-      std::tie(loss_box, loss_dfl) = bbox_loss(*this, pred_distri, anchors, a.target_bboxes / strides, a.anchor_scores,
-                                               tss, a.fg_mask, options_.reg_max);
+      const BoxInputs in{pred_distri, anchors, strides, a.target_bboxes / strides, a.anchor_scores, tss, a.fg_mask, imgsz};
+      std::tie(loss_box, loss_dfl) = bbox_loss(*this, in, options_.reg_max);
     }
   }
   const at::Tensor loss =

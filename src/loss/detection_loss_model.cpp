@@ -4,8 +4,15 @@
 
 namespace yolotrain::loss {
 
+DetectionLossOptions DetectionLossOptions::of(const nn::DetectionModel& model) {
+  DetectionLossOptions o;
+  o.strides = model->strides();
+  o.nc = model->nc();
+  o.reg_max = model->head()->options.reg_max();
+  return o;
+}
+
 DetectionLoss::DetectionLoss(const nn::DetectionModel& model, LossGains gains)
-    : DetectionLoss(DetectionLossOptions{model->strides(), model->nc(), model->head()->options.reg_max(), 10},
-                    gains) {}
+    : DetectionLoss(DetectionLossOptions::of(model), gains) {}
 
 }  // namespace yolotrain::loss

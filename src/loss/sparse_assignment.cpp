@@ -56,6 +56,32 @@ at::Tensor long_tensor(const std::vector<int64_t>& v) {
   return at::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())}, at::kLong).clone();
 }
 
+// Ultralytics 8.4's topk2 on the resolved positives: each GT keeps its k positives of highest
+// metric (the lower anchor first among equals); the others become background.
+void keep_topk2_pairs(std::vector<int64_t>& owner, const std::vector<int64_t>& owner_pair,
+                      const std::vector<int64_t>& pair_gt, const float* metric, int64_t k) {
+  std::vector<std::vector<int64_t>> by_gt;  // anchors (b * A + a) per GT, in anchor order
+  std::vector<int64_t> slot;  // GT (b * M + g) -> index in by_gt
+  for (std::size_t ba = 0; ba < owner.size(); ++ba) {
+    if (owner[ba] < 0) continue;
+    const int64_t p = owner_pair[ba];
+    if (p < 0) {  // given to a GT it is not inside: metric 0, never among a GT's best
+      owner[ba] = -1;
+      continue;
+    }
+    const auto bg = static_cast<std::size_t>(pair_gt[static_cast<std::size_t>(p)]);
+    if (slot.size() <= bg) slot.resize(bg + 1, -1);
+    if (slot[bg] < 0) slot[bg] = static_cast<int64_t>(by_gt.size()), by_gt.emplace_back();
+    by_gt[static_cast<std::size_t>(slot[bg])].push_back(static_cast<int64_t>(ba));
+  }
+  for (auto& anchors : by_gt) {
+    std::stable_sort(anchors.begin(), anchors.end(), [&](int64_t x, int64_t y) {
+      return metric[owner_pair[static_cast<std::size_t>(x)]] > metric[owner_pair[static_cast<std::size_t>(y)]];
+    });
+    for (std::size_t i = static_cast<std::size_t>(k); i < anchors.size(); ++i) owner[static_cast<std::size_t>(anchors[i])] = -1;
+  }
+}
+
 }  // namespace
 
 Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
@@ -69,7 +95,8 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
   if (M == 0) return empty(pd_scores, pd_bboxes);
   const at::Tensor boxes = gt_bboxes.contiguous();
   const at::Tensor labels = gt_labels.to(at::kLong).reshape({B, M}).contiguous();
-  const Pairs pairs = candidate_pairs(anc_points.to(at::kFloat).contiguous(), boxes,
+  const Pairs pairs = candidate_pairs(anc_points.to(at::kFloat).contiguous(),
+                                      candidate_boxes(boxes, mask_gt).contiguous(),
                                       (mask_gt.reshape({B, M}) != 0).contiguous(), static_cast<float>(eps_));
   const auto P = static_cast<int64_t>(pairs.gt.size());
 
@@ -130,6 +157,8 @@ Assignment TaskAlignedAssigner::sparse(const at::Tensor& pd_scores, const at::Te
       }
     }
   }
+
+  if (topk2_ > 0) keep_topk2_pairs(owner, owner_pair, pairs.gt, am, topk2_);
 
   // The positives, and each GT's best metric and overlap over them (the normalisation's terms).
   at::Tensor target_gt_idx = at::zeros({B, A}, at::kLong), fg = at::zeros({B, A}, at::kBool);

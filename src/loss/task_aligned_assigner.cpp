@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <string>
+#include <utility>
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
@@ -45,6 +46,40 @@ TaskAlignedAssigner::TaskAlignedAssigner(int64_t topk, int64_t num_classes, doub
   }
 }
 
+TaskAlignedAssigner& TaskAlignedAssigner::with_topk2(int64_t k) {
+  if (k < 0) throw Error("TaskAlignedAssigner: topk2 must be 0 (none) or at least 1, got " + std::to_string(k));
+  topk2_ = k == topk_ ? 0 : k;
+  return *this;
+}
+
+TaskAlignedAssigner& TaskAlignedAssigner::with_stal(std::vector<double> strides) {
+  stal_ = std::move(strides);
+  return *this;
+}
+
+at::Tensor TaskAlignedAssigner::candidate_boxes(const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
+  if (stal_.empty()) return gt_bboxes;
+  const double smallest = stal_[0], widened = stal_.size() > 1 ? stal_[1] : stal_[0];
+  at::Tensor xywh = xyxy2xywh(gt_bboxes);
+  at::Tensor wh = xywh.slice(-1, 2, 4);
+  const at::Tensor small = (wh < smallest).logical_and_(mask_gt != 0);
+  wh.copy_(at::where(small, at::scalar_tensor(widened, wh.options()), wh));
+  return xywh2xyxy(xywh);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::keep_topk2(const at::Tensor& mask_pos_in,
+                                                                             const at::Tensor& align_metric) const {
+  at::Tensor mask_pos = mask_pos_in;
+  if (topk2_ > 0) {
+    const int64_t k = std::min<int64_t>(topk2_, mask_pos.size(-1));
+    const at::Tensor best = std::get<1>(at::topk(align_metric * mask_pos, k, -1, true));
+    at::Tensor keep = at::zeros(mask_pos.sizes(), mask_pos.options());
+    keep.scatter_(-1, best, 1.0);
+    mask_pos = mask_pos * keep;
+  }
+  return {mask_pos.argmax(-2), mask_pos.sum(-2), mask_pos};
+}
+
 Assignment TaskAlignedAssigner::empty(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes) const {
   const at::Tensor s0 = pd_scores.select(-1, 0);
   return {at::full_like(s0, num_classes_), at::zeros_like(pd_bboxes), at::zeros_like(pd_scores), at::zeros_like(s0),
@@ -74,6 +109,7 @@ Assignment TaskAlignedAssigner::dense(const at::Tensor& pd_scores, const at::Ten
   at::Tensor target_gt_idx, fg_mask;
   std::tie(target_gt_idx, fg_mask, mask_pos) =
       select_highest_overlaps(mask_pos, overlaps, n_max_boxes);
+  if (topk2_ > 0) std::tie(target_gt_idx, fg_mask, mask_pos) = keep_topk2(mask_pos, align_metric);
 
   auto [target_labels, target_bboxes, target_scores] =
       get_targets(gt_labels, gt_bboxes, target_gt_idx, fg_mask);
@@ -108,7 +144,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_targets(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_pos_mask(
     const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& gt_labels,
     const at::Tensor& gt_bboxes, const at::Tensor& anc_points, const at::Tensor& mask_gt) const {
-  const at::Tensor mask_in_gts = select_candidates_in_gts(anc_points, gt_bboxes);
+  const at::Tensor mask_in_gts = select_candidates_in_gts(anc_points, candidate_boxes(gt_bboxes, mask_gt));
   auto [align_metric, overlaps] =
       get_box_metrics(pd_scores, pd_bboxes, gt_labels, gt_bboxes, mask_in_gts * mask_gt);
   const at::Tensor mask_topk =

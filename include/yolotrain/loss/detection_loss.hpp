@@ -30,22 +30,31 @@ struct LossGains {
 struct DetectionLossOptions {
   std::vector<double> strides = {8.0, 16.0, 32.0};  ///< per output level, in pixels
   int64_t nc = 80;                                  ///< number of classes
-  int64_t reg_max = 16;                             ///< DFL bins per box side
+  int64_t reg_max = 16;                             ///< DFL bins per box side; 1: no DFL (YOLO26)
   int64_t tal_topk = 10;                            ///< the assigner's topk (v8 loss: 10)
+  int64_t tal_topk2 = 0;                            ///< 8.4's second top-k (E2ELoss one-to-one: 1)
+  bool stal = false;  ///< 8.4's small-target candidates (TaskAlignedAssigner::with_stal(strides))
+
+  /// `model`'s head: its strides, nc and reg_max, topk 10, no topk2, no STAL.
+  static DetectionLossOptions of(const nn::DetectionModel& model);
 };
 
 /// The result of DetectionLoss.
 struct LossOutput {
   at::Tensor total;  ///< scalar, items.sum() * batch_size, with gradient
-  at::Tensor items;  ///< [3] detached: box * gain.box, cls * gain.cls, dfl * gain.dfl
+  at::Tensor items;  ///< [3] detached: box * gain.box, cls * gain.cls, dfl * gain.dfl (or l1)
 };
 
 /// The YOLOv8 detection loss, as Ultralytics 8.2.82's v8DetectionLoss: TaskAlignedAssigner
 /// (topk 10, alpha 0.5, beta 6) on pixel boxes, BCE over all anchors and classes, CIoU and DFL on
 /// the positives in grid units of each level, each divided by max(sum of target scores, 1).
+/// Ultralytics 8.4's additions: STAL and topk2 in the assigner (options), and with reg_max 1 (no
+/// DFL: YOLO26) an L1 term in the DFL's place — the positives' ltrb distances times their stride
+/// over the image width (l, r) or height (t, b), mean over the sides, weighted like the DFL
+/// (results.csv's l1_loss), with the dfl gain.
 class DetectionLoss {
  public:
-  /// Throws yolotrain::Error on an empty stride list, nc < 1 or reg_max < 2.
+  /// Throws yolotrain::Error on an empty stride list, nc < 1 or reg_max < 1.
   explicit DetectionLoss(DetectionLossOptions options, LossGains gains = {});
   /// The loss of `model`'s head (its strides, nc and reg_max; topk 10): Ultralytics'
   /// v8DetectionLoss(model). `DetectionLoss loss(model)` is the reference loss.
@@ -65,7 +74,8 @@ class DetectionLoss {
   /// largest count M.
   at::Tensor preprocess(const Targets& targets, int64_t batch_size, const at::Tensor& imgsz_hw) const;
 
-  /// DFL expectation then dist2bbox: pred_dist [B, A, 4*reg_max] -> xyxy [B, A, 4] (grid units).
+  /// DFL expectation (none with reg_max 1) then dist2bbox: pred_dist [B, A, 4*reg_max] -> xyxy
+  /// [B, A, 4] (grid units).
   at::Tensor bbox_decode(const at::Tensor& anchor_points, const at::Tensor& pred_dist) const;
 
  private:

@@ -4,6 +4,7 @@
 
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace yolotrain::loss {
 
@@ -54,7 +55,18 @@ class TaskAlignedAssigner {
                     const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt,
                     bool dense_scores = true) const;
 
+  /// Ultralytics 8.4's second top-k (E2ELoss' one-to-one assigner: topk 7, topk2 1): once the
+  /// claims are resolved, each GT keeps only its `k` positives of highest metric. 0 (or topk):
+  /// none, as before 8.4. Returns *this.
+  TaskAlignedAssigner& with_topk2(int64_t k);
+  /// Ultralytics 8.4's small-target candidates (STAL): for choosing the candidate anchors only, a
+  /// GT narrower or lower than `strides[0]` px is widened (heightened) to `strides[1]` around its
+  /// centre (strides[0] with one level). Empty: none, as before 8.4. Returns *this.
+  TaskAlignedAssigner& with_stal(std::vector<double> strides);
+
   int64_t topk() const { return topk_; }
+  int64_t topk2() const { return topk2_; }
+  const std::vector<double>& stal() const { return stal_; }
   int64_t num_classes() const { return num_classes_; }
   double alpha() const { return alpha_; }
   double beta() const { return beta_; }
@@ -69,6 +81,10 @@ class TaskAlignedAssigner {
   /// mask_pos [B, M, A]) where each positive anchor keeps only the GT of max overlap.
   static std::tuple<at::Tensor, at::Tensor, at::Tensor> select_highest_overlaps(
       const at::Tensor& mask_pos, const at::Tensor& overlaps, int64_t n_max_boxes);
+
+  /// The GT boxes the candidates are chosen in: gt_bboxes itself without STAL; with it, each real
+  /// GT's side below strides[0] set to the STAL size, through xywh as Ultralytics 8.4 does.
+  at::Tensor candidate_boxes(const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
 
  private:
   void check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
@@ -88,7 +104,14 @@ class TaskAlignedAssigner {
                                                              const at::Tensor& fg_mask) const;
   Assignment empty(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes) const;
 
+  /// The dense path's topk2 step on mask_pos (after select_highest_overlaps): returns
+  /// (target_gt_idx, fg_mask, mask_pos).
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> keep_topk2(const at::Tensor& mask_pos,
+                                                            const at::Tensor& align_metric) const;
+
   int64_t topk_;
+  int64_t topk2_ = 0;
+  std::vector<double> stal_;
   int64_t num_classes_;
   double alpha_;
   double beta_;

@@ -1,6 +1,12 @@
-// Detection (YOLOv8, YOLO11), the first Task: Ultralytics' DetectionTrainer's loss
-// (v8DetectionLoss: box, cls, dfl), its DetectionValidator's figures and its pictures.
+// Detection (YOLOv8, YOLO11, YOLO26), the first Task: Ultralytics' DetectionTrainer's loss
+// (v8DetectionLoss: box, cls, dfl; 8.4: STAL in its assigner; an end-to-end head: E2ELoss, whose
+// weights follow the epoch, and l1 in dfl's place with reg_max 1), its DetectionValidator's
+// figures and its pictures.
 #include "task.hpp"
+
+#include <optional>
+
+#include "yolotrain/loss/e2e_loss.hpp"
 
 #include "yolotrain/plots/batch_plots.hpp"
 
@@ -10,21 +16,28 @@ namespace {
 class DetectionTask : public Task {
  public:
   DetectionTask(const nn::DetectionModel& model, const TrainConfig& cfg)
-      : criterion_(model, loss::LossGains{cfg.box, cfg.cls, cfg.dfl}) {}
+      : criterion_(loss_options(model, cfg), gains(cfg)) {
+    if (model->head()->end2end()) e2e_.emplace(loss_options(model, cfg), gains(cfg), cfg.epochs);
+  }
 
   const std::vector<std::string>& loss_terms() const override {
     static const std::vector<std::string> terms = {"box_loss", "cls_loss", "dfl_loss"};
     return terms;
   }
 
-  loss::LossOutput loss(const std::vector<at::Tensor>& outputs, const data::Batch& b,
-                        torch::Device device) const override {
+  loss::LossOutput loss(const nn::HeadOutputs& outputs, const data::Batch& b, torch::Device device) const override {
     const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
-    return criterion_(outputs, targets);
+    return e2e_ ? (*e2e_)(outputs.one2many, outputs.one2one, targets) : criterion_(outputs.one2many, targets);
+  }
+
+  void start_epoch(std::int64_t epoch, std::int64_t epochs) override {
+    (void)epochs;  // E2ELoss took the run's epochs
+    if (e2e_) e2e_->set_epoch(epoch);
   }
 
   std::optional<ValidationReport> validate(ValidationPass pass) const override {
-    pass.criterion = &criterion_;
+    pass.criterion = e2e_ ? &e2e_->one2one() : &criterion_;
+    pass.criterion_on_one2one = e2e_.has_value();
     return run_validation(pass);
   }
 
@@ -50,7 +63,15 @@ class DetectionTask : public Task {
   }
 
  private:
+  static loss::DetectionLossOptions loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {
+    loss::DetectionLossOptions o = loss::DetectionLossOptions::of(model);
+    o.stal = cfg.compat != "8.3";  // STAL came with 8.4, for every model
+    return o;
+  }
+  static loss::LossGains gains(const TrainConfig& cfg) { return {cfg.box, cfg.cls, cfg.dfl}; }
+
   loss::DetectionLoss criterion_;
+  std::optional<loss::E2ELoss> e2e_;
 };
 
 }  // namespace

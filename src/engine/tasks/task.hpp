@@ -31,9 +31,9 @@ class Task {
   /// The loss's terms in order (detection: box_loss, cls_loss, dfl_loss): results.csv's
   /// train/<term> and val/<term> columns, status.json's and the progress line's losses.
   virtual const std::vector<std::string>& loss_terms() const = 0;
-  /// The loss of a training batch on the model's raw outputs: `total` with gradient, `items` one
-  /// detached value per term.
-  virtual loss::LossOutput loss(const std::vector<at::Tensor>& outputs, const data::Batch& batch,
+  /// The loss of a training batch on the model's raw outputs (both branches of an end-to-end
+  /// head): `total` with gradient, `items` one detached value per term.
+  virtual loss::LossOutput loss(const nn::HeadOutputs& outputs, const data::Batch& batch,
                                 torch::Device device) const = 0;
   /// An epoch begins: a loss whose weights change per epoch follows here.
   virtual void start_epoch(std::int64_t epoch, std::int64_t epochs) {
@@ -58,7 +58,8 @@ class Task {
                                const std::filesystem::path& dir) const = 0;
 };
 
-/// The task `model`'s head trains for, with the run's loss gains: detection for YOLOv8 / YOLO11.
+/// The task `model`'s head trains for, with the run's loss gains and recipe (compat=): detection
+/// for YOLOv8 / YOLO11 / YOLO26.
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 
 }  // namespace yolotrain::engine

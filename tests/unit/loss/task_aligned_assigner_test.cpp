@@ -157,7 +157,14 @@ TEST_CASE("assigner handles a batch without boxes", "[loss]") {
 // scores and predicted boxes near each anchor. They must agree wherever it matters to the loss:
 // the target scores everywhere, and the GT, box and label of every anchor with a target score
 // above 0. An anchor positive in one and not the other may only be one of metric 0 (header).
+// Each of Ultralytics 8.2's assigner, 8.4's (STAL) and 8.4's one-to-one (topk 7, topk2 1, STAL).
 TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
+  struct Variant {
+    int64_t topk, topk2;
+    bool stal;
+  };
+  const auto variant = GENERATE(Variant{10, 0, false}, Variant{10, 0, true}, Variant{7, 1, true});
+  CAPTURE(variant.topk, variant.topk2, variant.stal);
   at::manual_seed(7);
   const std::vector<at::Tensor> levels{at::zeros({1, 1, 16, 16}), at::zeros({1, 1, 8, 8}), at::zeros({1, 1, 4, 4})};
   const auto [points, strides] = yolotrain::nn::make_anchors(levels, {8.0, 16.0, 32.0});
@@ -170,14 +177,16 @@ TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
     const at::Tensor centre = anchors.unsqueeze(0) + (at::rand({B, A, 2}) - 0.5) * 8;
     const at::Tensor pd_bboxes = at::cat({centre - wh_pred / 2, centre + wh_pred / 2}, 2);
     const at::Tensor pd_scores = at::rand({B, A, nc});
-    const at::Tensor wh = at::rand({B, M, 2}) * 66 + 4;
+    const at::Tensor wh = at::rand({B, M, 2}) * 68 + 2;  // some below the smallest stride
     const at::Tensor xy = at::rand({B, M, 2}) * (128 - wh);
     at::Tensor gt_bboxes = at::cat({xy, xy + wh}, 2);
     const at::Tensor gt_labels = at::randint(0, nc, {B, M, 1}).to(at::kFloat);
     at::Tensor mask_gt = (at::rand({B, M, 1}) < 0.8).to(at::kFloat);
     gt_bboxes = gt_bboxes * mask_gt;  // padded rows are zeros, as the loss's preprocess makes them
     if (scene == 0) gt_bboxes[0][1].copy_(gt_bboxes[0][0]);  // a duplicate box: every anchor claimed twice
-    const yl::TaskAlignedAssigner assigner(10, nc, 0.5, 6.0);
+    yl::TaskAlignedAssigner assigner(variant.topk, nc, 0.5, 6.0);
+    assigner.with_topk2(variant.topk2);
+    if (variant.stal) assigner.with_stal({8.0, 16.0, 32.0});
     const yl::Assignment d = assigner.dense(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt);
     const yl::Assignment s = assigner.sparse(pd_scores, pd_bboxes, anchors, gt_labels, gt_bboxes, mask_gt);
     CHECK(at::allclose(s.target_scores, d.target_scores, 1e-5, 1e-7));
@@ -196,5 +205,45 @@ TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
     CHECK(s.target_scores.sum(-1).index({differs}).abs().sum().item<float>() == 0.f);
     CHECK(d.target_scores.sum(-1).index({differs}).abs().sum().item<float>() == 0.f);
   }
-  CHECK(positives_seen > 500);
+  CHECK(positives_seen > (variant.topk2 ? 150 : 500));
+}
+
+TEST_CASE("8.4's STAL gives anchors to a box smaller than the smallest stride", "[loss]") {
+  Scene s;
+  s.pd_bboxes = at::tensor({13.f, 13.f, 15.f, 15.f}).repeat({1, 16, 1});  // every anchor predicts the box
+  const at::Tensor gt_bboxes = at::tensor({13.f, 13.f, 15.f, 15.f}).view({1, 1, 4});
+  const at::Tensor gt_labels = at::ones({1, 1, 1}), mask_gt = at::ones({1, 1, 1});
+  yl::TaskAlignedAssigner assigner(10, 2, 0.5, 6.0);
+  // Without STAL the 2x2 px box holds no anchor centre; with it, it counts as 16x16 around
+  // (14, 14) for choosing candidates: the four centres at 12 and 20 px (the targets stay 2x2).
+  CHECK(positives(assigner(s.pd_scores, s.pd_bboxes, s.anchors, gt_labels, gt_bboxes, mask_gt)).empty());
+  assigner.with_stal({8.0, 16.0});
+  for (const bool sparse : {false, true}) {
+    const auto a = sparse ? assigner.sparse(s.pd_scores, s.pd_bboxes, s.anchors, gt_labels, gt_bboxes, mask_gt)
+                          : assigner.dense(s.pd_scores, s.pd_bboxes, s.anchors, gt_labels, gt_bboxes, mask_gt);
+    CHECK(positives(a) == std::vector<int64_t>({5, 6, 9, 10}));
+    CHECK(at::equal(a.target_bboxes[0][5], gt_bboxes[0][0]));
+  }
+  // A padded row is never widened into a candidate.
+  CHECK(positives(assigner(s.pd_scores, s.pd_bboxes, s.anchors, gt_labels, gt_bboxes, at::zeros({1, 1, 1}))).empty());
+}
+
+TEST_CASE("8.4's topk2 keeps each box's best positive only", "[loss]") {
+  Scene s;
+  s.pd_bboxes = at::tensor({0.f, 0.f, 32.f, 32.f}).repeat({1, 16, 1});
+  s.pd_scores = (at::arange(16, at::kFloat) * 0.05 + 0.1).view({1, 16, 1}).repeat({1, 1, 2});
+  const at::Tensor gt_bboxes = at::tensor({0.f, 0.f, 32.f, 32.f}).view({1, 1, 4});
+  yl::TaskAlignedAssigner assigner(7, 2, 0.5, 6.0);
+  assigner.with_topk2(1);
+  CHECK(assigner.topk2() == 1);
+  for (const bool sparse : {false, true}) {
+    const auto a = sparse ? assigner.sparse(s.pd_scores, s.pd_bboxes, s.anchors, at::ones({1, 1, 1}), gt_bboxes,
+                                            at::ones({1, 1, 1}))
+                          : assigner.dense(s.pd_scores, s.pd_bboxes, s.anchors, at::ones({1, 1, 1}), gt_bboxes,
+                                           at::ones({1, 1, 1}));
+    CHECK(positives(a) == std::vector<int64_t>({15}));
+    CHECK(a.target_scores[0][15][1].item<float>() == Approx(1.0).epsilon(1e-5));
+  }
+  CHECK(assigner.with_topk2(7).topk2() == 0);  // topk2 == topk: no second selection
+  CHECK_THROWS_AS(assigner.with_topk2(-1), yolotrain::Error);
 }

@@ -1,0 +1,127 @@
+// Ultralytics 8.4.117's losses on one fixed batch, computed by Ultralytics itself
+// (scripts/ultralytics84_loss.py -> data/ultralytics84_loss.json): E2ELoss of the genuine
+// bccd_yolo26n best.pt (both branches, the L1 term of reg_max 1, the weights after 0..11
+// update()s) and 8.4's v8DetectionLoss (STAL) of bccd_yolo11n. Same image formula, same boxes,
+// models in train mode from the same files.
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "yolotrain/io/model_weights.hpp"
+#include "yolotrain/loss/e2e_loss.hpp"
+#include "yolotrain/nn.hpp"
+
+#include "catch.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+namespace yl = yolotrain::loss;
+namespace nn = yolotrain::nn;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kWeights = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics";
+
+json reference() {
+  return json::parse(std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests" / "unit" / "loss" / "data" /
+                                   "ultralytics84_loss.json"));
+}
+
+// The script's image: 0.5 + 0.5 sin(0.05 x + 0.07 y + 1.3 c + 2.1 b) in float64, then float32.
+at::Tensor image(int64_t b, int64_t h, int64_t w) {
+  const auto d = at::TensorOptions().dtype(at::kDouble);
+  const at::Tensor x = at::arange(w, d).view({1, 1, 1, w}), y = at::arange(h, d).view({1, 1, h, 1});
+  const at::Tensor c = at::arange(3, d).view({1, 3, 1, 1}), n = at::arange(b, d).view({b, 1, 1, 1});
+  return (0.5 + 0.5 * at::sin(0.05 * x + 0.07 * y + 1.3 * c + 2.1 * n)).to(at::kFloat);
+}
+
+yl::Targets targets(const json& rows) {
+  std::vector<float> flat;
+  for (const auto& r : rows) {
+    for (const auto& v : r) flat.push_back(v.get<float>());
+  }
+  const at::Tensor t = at::tensor(flat).view({-1, 6});
+  return {t.select(1, 0), t.slice(1, 1, 2), t.slice(1, 2, 6)};
+}
+
+nn::DetectionModel train_mode(const std::string& folder) {
+  const fs::path pt = kWeights / folder / "best.pt";
+  nn::DetectionModel model = yolotrain::io::build_model(yolotrain::io::read_model_weights(pt), pt.string());
+  model->train();
+  return model;
+}
+
+void check_loss(const yl::LossOutput& mine, const json& ref) {
+  const double total = mine.total.item<double>();
+  INFO("total " << total << " vs Ultralytics " << ref["total"].get<double>());
+  CHECK(total == Approx(ref["total"].get<double>()).epsilon(1e-4));
+  for (int i = 0; i < 3; ++i) {
+    INFO(ref["names"][i].get<std::string>());
+    CHECK(mine.items[i].item<double>() == Approx(ref["items"][i].get<double>()).epsilon(1e-4).margin(1e-6));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("E2ELoss of YOLO26n equals Ultralytics 8.4's on a fixed batch, at every epoch's weights", "[loss][yolo26]") {
+  if (!fs::exists(kWeights / "bccd_yolo26n" / "best.pt")) {
+    WARN("skipped: " << (kWeights / "bccd_yolo26n" / "best.pt").string() << " is absent");
+    return;
+  }
+  const json ref = reference();
+  const json& e2e = ref["yolo26n_e2e"];
+  CHECK(e2e["one2one"]["names"][2] == "l1_loss");  // reg_max 1: the L1 term in the DFL's place
+  nn::DetectionModel model = train_mode("bccd_yolo26n");
+  torch::NoGradGuard no_grad;
+  const nn::HeadOutputs heads = model->forward_heads(image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
+  const yl::Targets t = targets(ref["targets"]);
+  yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
+  options.stal = true;
+  yl::E2ELoss loss(options, {}, ref["epochs"].get<int64_t>());
+  {
+    INFO("one-to-many branch (topk 10)");
+    check_loss(loss.one2many()(heads.one2many, t), e2e["one2many"]);
+  }
+  {
+    INFO("one-to-one branch (topk 7, topk2 1)");
+    check_loss(loss.one2one()(heads.one2one, t), e2e["one2one"]);
+  }
+  for (const json& u : e2e["updates"]) {
+    const auto epoch = u["updates"].get<int64_t>();
+    INFO("after " << epoch << " update()s");
+    loss.set_epoch(epoch);
+    CHECK(loss.o2m() == u["o2m"].get<double>());  // the same double arithmetic
+    CHECK(loss.o2o() == u["o2o"].get<double>());
+    check_loss(loss(heads.one2many, heads.one2one, t), u);
+  }
+}
+
+TEST_CASE("8.4's v8DetectionLoss (STAL) of YOLO11n equals Ultralytics' on a fixed batch", "[loss]") {
+  if (!fs::exists(kWeights / "bccd_yolo11n" / "best.pt")) {
+    WARN("skipped: " << (kWeights / "bccd_yolo11n" / "best.pt").string() << " is absent");
+    return;
+  }
+  const json ref = reference();
+  nn::DetectionModel model = train_mode("bccd_yolo11n");
+  torch::NoGradGuard no_grad;
+  const auto outputs = model->forward(image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
+  yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
+  options.stal = true;
+  check_loss(yl::DetectionLoss(options)(outputs, targets(ref["targets"])), ref["yolo11n_v8_stal"]);
+  // Without STAL the three boxes below 8 px get no anchors: a different loss.
+  const double without = yl::DetectionLoss(model)(outputs, targets(ref["targets"])).total.item<double>();
+  CHECK(std::abs(without - ref["yolo11n_v8_stal"]["total"].get<double>()) > 1e-2);
+}
+
+TEST_CASE("E2ELoss' one-to-many weight falls from 0.8 to 0.1 over the run's epochs", "[loss]") {
+  CHECK(yl::E2ELoss::o2m_after(0, 10) == Approx(0.8));
+  CHECK(yl::E2ELoss::o2m_after(9, 10) == Approx(0.1));
+  CHECK(yl::E2ELoss::o2m_after(50, 10) == Approx(0.1));
+  CHECK(yl::E2ELoss::o2m_after(1, 1) == Approx(0.1));  // one epoch: max(epochs - 1, 1)
+  CHECK_THROWS_AS(yl::E2ELoss(yl::DetectionLossOptions{}, {}, 0), yolotrain::Error);
+  yl::E2ELoss loss(yl::DetectionLossOptions{}, {}, 3);
+  CHECK_THROWS_WITH(loss({at::zeros({1, 144, 2, 2})}, {}, yl::Targets{}), Catch::Contains("one-to-one"));
+}
