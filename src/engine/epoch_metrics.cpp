@@ -3,6 +3,7 @@
 // figure = a field in EpochMetrics and its row here; results.csv, results.png, status.json, the
 // Prometheus file, TensorBoard and the ranks' exchange read it.
 #include <initializer_list>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,12 +26,28 @@ const std::vector<Field>& fields() {
   return table;
 }
 
+// The table's name for the figure called `name` when the distance term is called `distance`.
+std::string table_name(const std::string& name, const std::string& distance) {
+  for (const char* prefix : {"train/", "val/"}) {
+    if (name == prefix + distance) return prefix + std::string("dfl_loss");
+  }
+  return name;
+}
+
+std::string shown_name(const char* name, const std::string& distance) {
+  const std::string n = name;
+  for (const char* prefix : {"train/", "val/"}) {
+    if (n == prefix + std::string("dfl_loss")) return prefix + distance;
+  }
+  return n;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> EpochMetrics::named() const {
   std::vector<std::pair<std::string, double>> out;
   out.reserve(fields().size());
-  for (const auto& [name, member] : fields()) out.emplace_back(name, this->*member);
+  for (const auto& [name, member] : fields()) out.emplace_back(shown_name(name, distance_loss), this->*member);
   return out;
 }
 
@@ -39,6 +56,7 @@ std::vector<std::pair<std::string, double>> TrainerProgress::named() const {
   m.box_loss = box_loss;
   m.cls_loss = cls_loss;
   m.dfl_loss = dfl_loss;
+  m.distance_loss = distance_loss;
   m.lr_pg0 = lr[0];
   m.lr_pg1 = lr[1];
   m.lr_pg2 = lr[2];
@@ -49,7 +67,8 @@ std::vector<std::pair<std::string, double>> TrainerProgress::named() const {
   return out;
 }
 
-bool TrainerProgress::set(const std::string& name, double value) {
+bool TrainerProgress::set(const std::string& given, double value) {
+  const std::string name = table_name(given, distance_loss);
   for (const auto& [field, member] : std::initializer_list<std::pair<const char*, double TrainerProgress::*>>{
            {"train/box_loss", &TrainerProgress::box_loss},
            {"train/cls_loss", &TrainerProgress::cls_loss},
@@ -62,7 +81,8 @@ bool TrainerProgress::set(const std::string& name, double value) {
   return false;
 }
 
-bool EpochMetrics::set(const std::string& name, double value) {
+bool EpochMetrics::set(const std::string& given, double value) {
+  const std::string name = table_name(given, distance_loss);
   if (name == "fitness") {
     fitness = value;
     return true;

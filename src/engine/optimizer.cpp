@@ -5,7 +5,12 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <set>
+
+#include "musgd.hpp"
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/checkpoint/optimizer_state_key.hpp"
@@ -30,6 +35,45 @@ std::array<std::vector<at::Tensor>, 3> parameter_groups(nn::DetectionModel& mode
     }
   }
   return g;
+}
+
+// Ultralytics 8.4's MuSGD groups (BaseTrainer.build_optimizer): weights with decay, norm weights,
+// biases, Muon's matrices and conv filters; each then split into class-head parameters and the rest.
+std::array<std::vector<at::Tensor>, 8> musgd_groups(nn::DetectionModel& model) {
+  std::set<const void*> boosted;  // the class branches: lr x3 when fine-tuning (Ultralytics' comment)
+  for (const auto& branch : {model->head()->cv3, model->head()->one2one_cv3}) {
+    if (!branch.is_empty()) {
+      for (const auto& p : branch->parameters()) boosted.insert(p.unsafeGetTensorImpl());
+    }
+  }
+  std::array<std::vector<at::Tensor>, 8> g;
+  for (const auto& item : model->named_modules("", /*include_self=*/false)) {
+    const bool norm = item.value()->as<torch::nn::BatchNorm2dImpl>() != nullptr;
+    for (const auto& p : item.value()->named_parameters(/*recurse=*/false)) {
+      const at::Tensor& t = p.value();
+      const std::size_t kind = t.dim() == 2 || t.dim() == 4                ? 3
+                               : p.key().find("bias") != std::string::npos ? 2
+                               : norm                                      ? 1
+                                                                           : 0;
+      g[2 * kind + (boosted.count(t.unsafeGetTensorImpl()) ? 0 : 1)].push_back(t);
+    }
+  }
+  return g;
+}
+
+std::unique_ptr<torch::optim::Optimizer> build_musgd(nn::DetectionModel& model, const OptimizerChoice& c) {
+  auto g = musgd_groups(model);
+  const auto roles = group_roles("MuSGD");
+  std::vector<OptimizerParamGroup> groups;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const std::size_t kind = i / 2;  // 0 weights, 1 norm weights, 2 biases, 3 Muon
+    groups.emplace_back(g[i], std::make_unique<MuSGDOptions>(MuSGDOptions(c.lr * roles[i].lr_scale)
+                                                                 .momentum(c.momentum)
+                                                                 .nesterov(true)
+                                                                 .weight_decay(kind == 0 || kind == 3 ? c.weight_decay : 0.0)
+                                                                 .use_muon(kind == 3)));
+  }
+  return std::make_unique<MuSGD>(std::move(groups), 0.2, 1.0);
 }
 
 // Visits each parameter's state, in group order, with its running index.
@@ -91,15 +135,56 @@ void save_adam_like(torch::optim::Optimizer& opt, lifecycle::NamedTensors& out, 
 
 }  // namespace
 
+std::vector<GroupRole> group_roles(const std::string& name) {
+  if (name != "MuSGD") return {{true, 1.0}, {false, 1.0}, {false, 1.0}};
+  std::vector<GroupRole> roles;
+  for (std::size_t kind = 0; kind < 4; ++kind) {
+    roles.push_back({kind == 2, 3.0});
+    roles.push_back({kind == 2, 1.0});
+  }
+  return roles;
+}
+
+namespace {
+
+// Ultralytics' optimizer names, matched without regard to case.
+std::string canonical_name(const std::string& name) {
+  for (const char* known : {"SGD", "Adam", "AdamW", "MuSGD", "auto"}) {
+    std::string a = name, b = known;
+    std::transform(a.begin(), a.end(), a.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    std::transform(b.begin(), b.end(), b.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (a == b) return known;
+  }
+  return name;
+}
+
+void load_musgd(torch::optim::Optimizer& opt, const lifecycle::NamedTensors& all, const std::string& prefix) {
+  auto& states = opt.state();
+  std::size_t index = 0;
+  for (auto& group : opt.param_groups()) {
+    for (auto& p : group.params()) {
+      const std::string key = prefix + std::to_string(index++) + ".";
+      const at::Tensor* buf = find(all, key + "momentum_buffer");
+      if (buf == nullptr) continue;
+      auto st = std::make_unique<MuSGDParamState>();
+      st->momentum_buffer(shaped_like(p, *buf));
+      if (const at::Tensor* sgd = find(all, key + "momentum_buffer_SGD")) st->momentum_buffer_sgd(shaped_like(p, *sgd));
+      states[lifecycle::optimizer_state_key(states, p)] = std::move(st);
+    }
+  }
+}
+
+}  // namespace
+
 OptimizerChoice choose_optimizer(const TrainConfig& cfg, std::int64_t train_images, std::int64_t nc) {
-  OptimizerChoice c{cfg.optimizer, cfg.lr0, cfg.momentum, cfg.warmup_bias_lr, cfg.weight_decay};
+  OptimizerChoice c{canonical_name(cfg.optimizer), cfg.lr0, cfg.momentum, cfg.warmup_bias_lr, cfg.weight_decay};
   const std::int64_t accumulate = std::max<std::int64_t>(python_round(double(cfg.nbs) / double(cfg.batch)), 1);
   c.weight_decay = cfg.weight_decay * double(cfg.batch) * double(accumulate) / double(cfg.nbs);
-  if (cfg.optimizer == "auto") {
+  if (c.name == "auto") {
     const auto per_epoch = static_cast<std::int64_t>(
         std::ceil(double(train_images) / double(std::max(cfg.batch, cfg.nbs))));
     const std::int64_t iterations = per_epoch * cfg.epochs;
-    c.name = iterations > 10000 ? "SGD" : "AdamW";
+    c.name = iterations <= 10000 ? "AdamW" : cfg.compat == "8.3" ? "SGD" : "MuSGD";
     c.lr = iterations > 10000 ? 0.01 : std::round(0.002 * 5.0 / (4.0 + double(nc)) * 1e6) / 1e6;
     c.momentum = 0.9;
     c.warmup_bias_lr = 0.0;
@@ -108,6 +193,7 @@ OptimizerChoice choose_optimizer(const TrainConfig& cfg, std::int64_t train_imag
 }
 
 std::unique_ptr<torch::optim::Optimizer> build_optimizer(nn::DetectionModel& model, const OptimizerChoice& c) {
+  if (c.name == "MuSGD") return build_musgd(model, c);
   auto g = parameter_groups(model);
   const std::array<double, 3> decay = {0.0, c.weight_decay, 0.0};
   std::vector<OptimizerParamGroup> groups;
@@ -123,7 +209,7 @@ std::unique_ptr<torch::optim::Optimizer> build_optimizer(nn::DetectionModel& mod
       options = std::make_unique<torch::optim::AdamWOptions>(
           torch::optim::AdamWOptions(c.lr).betas({c.momentum, 0.999}).weight_decay(decay[i]));
     } else {
-      throw Error("optimizer '" + c.name + "' is not supported; use auto, SGD, Adam or AdamW");
+      throw Error("optimizer '" + c.name + "' is not supported; use auto, SGD, Adam, AdamW or MuSGD");
     }
     groups.emplace_back(g[i], std::move(options));
   }
@@ -141,6 +227,7 @@ void set_group(torch::optim::Optimizer& opt, std::size_t g, double lr, std::opti
   options.set_lr(lr);
   if (momentum) {
     if (auto* sgd = dynamic_cast<torch::optim::SGDOptions*>(&options)) sgd->momentum(*momentum);
+    if (auto* musgd = dynamic_cast<MuSGDOptions*>(&options)) musgd->momentum(*momentum);
   }
 }
 
@@ -152,6 +239,13 @@ lifecycle::NamedTensors optimizer_state(torch::optim::Optimizer& opt, const std:
   if (name == "SGD") {
     for_each_state<torch::optim::SGDParamState>(opt, [&](std::size_t i, const at::Tensor&, auto* st) {
       if (st != nullptr) out.emplace_back(prefix + std::to_string(i) + ".momentum_buffer", st->momentum_buffer());
+    });
+  } else if (name == "MuSGD") {
+    for_each_state<MuSGDParamState>(opt, [&](std::size_t i, const at::Tensor&, auto* st) {
+      if (st == nullptr) return;
+      out.emplace_back(prefix + std::to_string(i) + ".momentum_buffer", st->momentum_buffer());
+      if (st->momentum_buffer_sgd().defined())
+        out.emplace_back(prefix + std::to_string(i) + ".momentum_buffer_SGD", st->momentum_buffer_sgd());
     });
   } else if (name == "Adam") {
     save_adam_like<torch::optim::AdamParamState>(opt, out, prefix);
@@ -175,6 +269,8 @@ void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& name,
         states[lifecycle::optimizer_state_key(states, p)] = std::move(st);
       }
     }
+  } else if (name == "MuSGD") {
+    load_musgd(opt, all, prefix);
   } else if (name == "Adam") {
     load_adam_like<torch::optim::AdamParamState>(opt, all, prefix);
   } else {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/lifecycle/files/safetensors.hpp"
@@ -15,22 +16,35 @@ namespace yolotrain::engine {
 
 /// What build_optimizer() chose (optimizer=auto decides from the run's length).
 struct OptimizerChoice {
-  std::string name;  ///< SGD, Adam or AdamW
+  std::string name;  ///< SGD, Adam, AdamW or MuSGD
   double lr = 0.01;
   double momentum = 0.937;
   double warmup_bias_lr = 0.1;
   double weight_decay = 0.0005;  ///< already scaled by batch * accumulate / nbs
 };
 
-/// Ultralytics' choice: auto -> SGD(0.01, 0.9) for more than 10000 iterations, else
-/// AdamW(round(0.002 * 5 / (4 + nc), 6), 0.9), and warmup_bias_lr 0 in both cases.
+/// Ultralytics' choice: auto -> for more than 10000 iterations MuSGD(0.01, 0.9) (8.4; 8.3: SGD), else
+/// AdamW(round(0.002 * 5 / (4 + nc), 6), 0.9), and warmup_bias_lr 0 in both cases. The name is
+/// matched without regard to case, as Ultralytics does (optimizer=musgd -> MuSGD).
 OptimizerChoice choose_optimizer(const TrainConfig& cfg, std::int64_t train_images, std::int64_t nc);
 
-/// Three groups in Ultralytics' order: pg0 biases (no decay), pg1 other weights (decay), pg2
-/// BatchNorm weights (no decay). SGD is Nesterov; Adam/AdamW betas are (momentum, 0.999).
-std::unique_ptr<torch::optim::Optimizer> build_optimizer(nn::DetectionModel& model, const OptimizerChoice& choice);
+/// What the schedule needs to know of a parameter group.
+struct GroupRole {
+  bool bias = false;      ///< warms up from warmup_bias_lr (Ultralytics' param_group "bias")
+  double lr_scale = 1.0;  ///< its initial lr over the chosen lr (MuSGD: 3 for the class heads)
+};
 
-/// Sets the learning rate (and momentum, for SGD) of group `g`.
+/// SGD, Adam, AdamW: three groups in Ultralytics 8.2's order, pg0 biases (no decay), pg1 other
+/// weights (decay), pg2 BatchNorm weights (no decay); SGD is Nesterov, Adam/AdamW betas are
+/// (momentum, 0.999). MuSGD: Ultralytics 8.4's eight groups — weights (decay), BatchNorm weights,
+/// biases, then the matrices and conv filters (Muon + SGD, decay) — each split into the class
+/// heads' parameters (cv3, one2one_cv3: lr x3) and the rest, in that order; Nesterov, muon 0.2,
+/// sgd 1.0.
+std::unique_ptr<torch::optim::Optimizer> build_optimizer(nn::DetectionModel& model, const OptimizerChoice& choice);
+/// The roles of build_optimizer()'s groups for `name`, in group order.
+std::vector<GroupRole> group_roles(const std::string& name);
+
+/// Sets the learning rate (and momentum, for SGD and MuSGD) of group `g`.
 void set_group(torch::optim::Optimizer& opt, std::size_t g, double lr, std::optional<double> momentum);
 /// The learning rate of group `g`.
 double group_lr(torch::optim::Optimizer& opt, std::size_t g);

@@ -5,10 +5,10 @@
 
 namespace yolotrain::engine {
 
-std::string progress_header() {
+std::string progress_header(const std::string& distance_loss) {
   char buf[128];
   std::snprintf(buf, sizeof(buf), "%11s%11s%11s%11s%11s%11s%11s", "Epoch", "GPU_mem", "box_loss", "cls_loss",
-                "dfl_loss", "Instances", "Size");
+                distance_loss.c_str(), "Instances", "Size");
   return buf;
 }
 

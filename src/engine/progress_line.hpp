@@ -20,8 +20,9 @@ struct ProgressFigures {
   std::int64_t timed_batches = 0;  ///< batches trained in elapsed_s (for it/s and the ETA)
 };
 
-/// Ultralytics' column header: "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size".
-std::string progress_header();
+/// Ultralytics' column header: "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
+/// (l1_loss in dfl_loss' place for a head without DFL).
+std::string progress_header(const std::string& distance_loss = "dfl_loss");
 
 /// Ultralytics' training progress line: the columns of progress_header() (`%11s` / `%11.4g`)
 /// followed by tqdm's bar, " 46%|████▌     | 6/13 [00:04<00:05,  1.41it/s]".

@@ -14,12 +14,12 @@ namespace yolotrain::engine {
 
 // Ultralytics' save_metrics: "%23s," per key, "%23.5g," per value; the columns are `epoch` then
 // EpochMetrics::named().
-std::string results_csv_header() {
+std::string results_csv_header(const EpochMetrics& m) {
   std::string line;
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%23s,", "epoch");
   line += buf;
-  for (const auto& [name, value] : EpochMetrics().named()) {
+  for (const auto& [name, value] : m.named()) {
     std::snprintf(buf, sizeof(buf), "%23s,", name.c_str());
     line += buf;
   }
@@ -43,7 +43,7 @@ std::string results_csv_row(const EpochMetrics& m) {
 namespace detail {
 
 void ResultsCsv::add(const EpochMetrics& m, plots::PlotWriter* plots) {
-  if (text_.empty()) text_ = results_csv_header();
+  if (text_.empty()) text_ = results_csv_header(m);
   text_ += results_csv_row(m);
   if (run_dir_.empty()) return;
   lifecycle::atomic_write(run_dir_ / "results.csv", text_);
@@ -90,7 +90,7 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
   std::snprintf(line, sizeof(line), "epoch %lld/%lld: P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f (losses %.3f %.3f %.3f)",
                 static_cast<long long>(m.epoch), static_cast<long long>(epochs), v["metrics/precision(B)"],
                 v["metrics/recall(B)"], v["metrics/mAP50(B)"], v["metrics/mAP50-95(B)"], v["train/box_loss"],
-                v["train/cls_loss"], v["train/dfl_loss"]);
+                v["train/cls_loss"], v["train/" + m.distance_loss]);
   return line;
 }
 
@@ -118,7 +118,7 @@ TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig
                                   const TrainerCallbacks& program) {
   CallbackList<const TrainerProgress&> epoch_start, batch_end;
   if (cfg.verbose) {
-    epoch_start.add([log = &log](const TrainerProgress&) { log->say(progress_header()); });
+    epoch_start.add([log = &log](const TrainerProgress& p) { log->say(progress_header(p.distance_loss)); });
     batch_end.add(ProgressPrinter(&log));
   }
   batch_end.add([status = to.status.get()](const TrainerProgress& p) {

@@ -56,7 +56,7 @@ const std::vector<Spec>& specs() {
       {"name", &C::name, "run folder name (train, train2, ... unless exist_ok)"},
       {"exist_ok", &C::exist_ok, "reuse an existing run folder"},
       {"pretrained", &C::pretrained, "true | false | a weights file to start from"},
-      {"optimizer", &C::optimizer, "auto | SGD | Adam | AdamW", -kInf, kInf, {"auto", "sgd", "adam", "adamw"}},
+      {"optimizer", &C::optimizer, "auto | SGD | Adam | AdamW | MuSGD", -kInf, kInf, {"auto", "sgd", "adam", "adamw", "musgd"}},
       {"seed", &C::seed, "random seed", 0, 4294967295.0},
       {"deterministic", &C::deterministic, "use deterministic algorithms"},
       {"compat", &C::compat, "Ultralytics version a model is built like: 8.4 | 8.3 (8.0 to 8.3)", -kInf, kInf,
@@ -197,7 +197,12 @@ std::string parse_string(const Spec& spec, const std::string& v) {
   const std::string l = lower(v);
   for (const auto& c : spec.choices) {
     if (l == c)
-      return key == "optimizer" ? (l == "sgd" ? "SGD" : l == "adam" ? "Adam" : l == "adamw" ? "AdamW" : l) : l;
+      return key == "optimizer" ? (l == "sgd"     ? "SGD"
+                                      : l == "adam"  ? "Adam"
+                                      : l == "adamw" ? "AdamW"
+                                      : l == "musgd" ? "MuSGD"
+                                                     : l)
+                                   : l;
   }
   std::string allowed;
   for (const auto& c : spec.choices) allowed += (allowed.empty() ? "" : ", ") + c;

@@ -9,10 +9,12 @@ namespace yolotrain::engine {
 
 void Trainer::Run::schedule(std::int64_t ni) {
   const std::int64_t nw = warmup_iterations(cfg, nb);
-  const double target = choice.lr * lr_factor(cfg, state.epoch, cfg.epochs);
-  for (std::size_t g = 0; g < 3; ++g) {
+  const double factor = lr_factor(cfg, state.epoch, cfg.epochs);
+  const std::vector<GroupRole> roles = group_roles(choice.name);
+  for (std::size_t g = 0; g < roles.size(); ++g) {
+    const double target = choice.lr * roles[g].lr_scale * factor;  // Ultralytics: initial_lr * lf(epoch)
     if (ni <= nw) {
-      set_group(*optimizer, g, interp(double(ni), double(nw), g == 0 ? choice.warmup_bias_lr : 0.0, target),
+      set_group(*optimizer, g, interp(double(ni), double(nw), roles[g].bias ? choice.warmup_bias_lr : 0.0, target),
                 interp(double(ni), double(nw), cfg.warmup_momentum, choice.momentum));
     } else {
       set_group(*optimizer, g, target, choice.momentum);

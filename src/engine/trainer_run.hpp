@@ -165,6 +165,7 @@ struct Trainer::Run {
 template <typename Figures>
 void Trainer::Run::set_losses(Figures& f) const {
   const std::vector<std::string>& terms = task->loss_terms();
+  if (terms.size() > 2) f.distance_loss = terms[2];  // dfl_loss or l1_loss
   for (std::size_t i = 0; i < terms.size(); ++i) {
     if (!f.set("train/" + terms[i], state.loss_means[i])) {
       throw Error("the loss term " + terms[i] + " has no figure train/" + terms[i] + " (EpochMetrics' table)");

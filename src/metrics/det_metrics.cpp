@@ -57,8 +57,9 @@ DetMetrics det_metrics(const at::Tensor& tp, const at::Tensor& conf, const at::T
     if (t > 5) m.map75 = detail::numpy_sum(a + 5, rows, stride) / static_cast<double>(nc);
     m.map = detail::numpy_sum(a, rows * stride) / static_cast<double>(nc * t);
   }
-  // (np.array(mean_results()) * [0, 0, 0.1, 0.9]).sum()
-  m.fitness = ((0.0 + m.mp * 0.0) + m.mr * 0.0) + m.map50 * 0.1 + m.map * 0.9;
+  // (np.array(mean_results()) * w).sum(): w = [0, 0, 0.1, 0.9] to 8.3, [0, 0, 0, 1] since 8.4
+  const double w50 = rules == UltralyticsRules::V84 ? 0.0 : 0.1, w = rules == UltralyticsRules::V84 ? 1.0 : 0.9;
+  m.fitness = ((0.0 + m.mp * 0.0) + m.mr * 0.0) + m.map50 * w50 + m.map * w;
   return m;
 }
 

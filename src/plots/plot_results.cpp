@@ -64,8 +64,14 @@ data::Image plot_results(const std::string& results_csv) {
     if (cells.size() != header.size()) continue;  // a torn or foreign row
     for (std::size_t c = 0; c < cells.size(); ++c) columns[c].push_back(std::atof(cells[c].c_str()));
   }
-  auto column = [&](const std::string& name) -> const std::vector<double>& {
-    const auto it = std::find(header.begin(), header.end(), name);
+  auto column = [&](const std::string& wanted) -> const std::vector<double>& {
+    auto it = std::find(header.begin(), header.end(), wanted);
+    const auto dfl = wanted.find("dfl_loss");  // a head without DFL (YOLO26) has l1_loss there
+    std::string name = wanted;
+    if (it == header.end() && dfl != std::string::npos) {
+      name = name.replace(dfl, 3, "l1");
+      it = std::find(header.begin(), header.end(), name);
+    }
     if (it == header.end()) throw Error("plot_results: results.csv has no column '" + name + "'");
     return columns[static_cast<std::size_t>(it - header.begin())];
   };
@@ -78,7 +84,7 @@ data::Image plot_results(const std::string& results_csv) {
   for (int i = 0; i < rows * cols; ++i) {
     const std::vector<double>& y = column(panels[i]);
     detail::Panel panel;
-    panel.title = panels[i];
+    panel.title = header[static_cast<std::size_t>(&y - columns.data())];
     panel.series.push_back({epochs, y, detail::kBlue, "results", true, false, 1});
     panel.series.push_back({epochs, gaussian_filter1d(y, 3), detail::kOrange, "smooth", false, true, 1});
     panel.legend = i == 1;  // Ultralytics: ax[1].legend()

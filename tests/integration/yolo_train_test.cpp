@@ -154,6 +154,35 @@ TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identic
         exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
 }
 
+// E2ELoss' weights change per epoch (o2m 0.8, 0.45, 0.1 over 3 epochs): the stop comes in the
+// second epoch, so the resumed run must restore the moved weight, not the initial one. MuSGD (what
+// 8.4's optimizer=auto picks for long runs): its two momentum buffers per matrix must resume too.
+TEST_CASE("a YOLO26 run: SIGTERM in its second epoch and resume=true end with byte-identical weights",
+          "[integration][yolo26]") {
+  yt::TempDir tmp;
+  const std::vector<std::string> yolo26 = {"model=yolo26n.yaml", "epochs=3", "optimizer=MuSGD"};
+  const Finished straight = run_to_end(train_args(tmp / "straight", yolo26), tmp / "straight.txt");
+  INFO(straight.output);
+  REQUIRE(straight.code == 0);
+  const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
+  CHECK_THAT(csv, Catch::Contains("train/l1_loss") && Catch::Contains("val/l1_loss"));  // reg_max 1: no DFL
+  CHECK_THAT(straight.output, Catch::Contains("l1_loss"));
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path(), yolo26), tmp / "out1.txt");
+  REQUIRE(yt::wait_for_step(dir, 6));  // 4 batches per epoch: inside epoch 2
+  kill(child.pid, SIGTERM);
+  CHECK(yt::wait_exit(child, 120s) == 143);
+  auto resume = yolo26;
+  resume.push_back("resume=true");
+  const Finished resumed = run_to_end(train_args(tmp.path(), resume), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(exported_weights(dir, tmp / "export.txt") ==
+        exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
+  CHECK(yt::slurp(dir / "results.csv") == csv);
+}
+
 TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, as Ultralytics", "[integration]") {
   yt::TempDir tmp;
   auto args = train_args(tmp.path(), {"epochs=1", "batch=-1"});

@@ -33,6 +33,9 @@ struct EpochMetrics {
   double precision = 0, recall = 0, map50 = 0, map = 0, fitness = 0;
   double val_box_loss = 0, val_cls_loss = 0, val_dfl_loss = 0;
   double lr_pg0 = 0, lr_pg1 = 0, lr_pg2 = 0;
+  /// The third loss term's name: dfl_loss, or l1_loss for a head without DFL (YOLO26's reg_max 1,
+  /// as Ultralytics 8.4 names it); named() and set() use it for train/ and val/.
+  std::string distance_loss = "dfl_loss";
 
   /// ("train/box_loss", ...), ("metrics/mAP50(B)", ...), ..., ("lr/pg2", ...): results.csv's
   /// columns after `epoch`, in order (fitness is not among them, as in Ultralytics).
@@ -88,6 +91,7 @@ struct TrainerProgress {
   std::int64_t batches = 0; ///< batches per epoch
   std::int64_t step = 0;    ///< batches trained in all
   double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< running means of the epoch
+  std::string distance_loss = "dfl_loss";  ///< dfl_loss's name (EpochMetrics::distance_loss)
   std::array<double, 3> lr{};  ///< learning rates of the parameter groups (lr/pg0-2)
   std::int64_t instances = 0;  ///< labelled boxes in the last batch
   std::int64_t size = 0;       ///< the last batch's image size in pixels (multi_scale varies it)

@@ -16,7 +16,7 @@ struct DetMetrics {
   double map50 = 0;  ///< mean AP at IoU 0.5
   double map75 = 0;  ///< mean AP at IoU 0.75
   double map = 0;    ///< mean AP over IoU 0.5:0.95 (mAP50-95)
-  double fitness = 0;  ///< 0.1 * map50 + 0.9 * map
+  double fitness = 0;  ///< 0.1 * map50 + 0.9 * map (8.4: map)
 
   std::vector<int64_t> ap_class_index;  ///< the classes of the per-class vectors below
   std::vector<double> p;        ///< per-class precision
@@ -38,7 +38,8 @@ struct DetMetrics {
 
 /// The metrics of accumulated statistics: tp [N, 10], conf [N], pred_cls [N], target_cls [M].
 /// When no detection is a true positive at any threshold every figure stays 0 (as Ultralytics'
-/// validator, which then skips ap_per_class).
+/// validator, which then skips ap_per_class). fitness: 0.1 mAP50 + 0.9 mAP50-95 by 8.3's rules,
+/// mAP50-95 by 8.4's.
 DetMetrics det_metrics(const at::Tensor& tp, const at::Tensor& conf, const at::Tensor& pred_cls,
                        const at::Tensor& target_cls, UltralyticsRules rules = UltralyticsRules::V83);
 

@@ -16,14 +16,12 @@ namespace {
 class DetectionTask : public Task {
  public:
   DetectionTask(const nn::DetectionModel& model, const TrainConfig& cfg)
-      : criterion_(loss_options(model, cfg), gains(cfg)) {
+      : criterion_(loss_options(model, cfg), gains(cfg)),
+        terms_{"box_loss", "cls_loss", model->head()->options.reg_max() > 1 ? "dfl_loss" : "l1_loss"} {
     if (model->head()->end2end()) e2e_.emplace(loss_options(model, cfg), gains(cfg), cfg.epochs);
   }
 
-  const std::vector<std::string>& loss_terms() const override {
-    static const std::vector<std::string> terms = {"box_loss", "cls_loss", "dfl_loss"};
-    return terms;
-  }
+  const std::vector<std::string>& loss_terms() const override { return terms_; }
 
   loss::LossOutput loss(const nn::HeadOutputs& outputs, const data::Batch& b, torch::Device device) const override {
     const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
@@ -50,6 +48,7 @@ class DetectionTask : public Task {
     m.val_box_loss = r.loss[0];
     m.val_cls_loss = r.loss[1];
     m.val_dfl_loss = r.loss[2];
+    m.distance_loss = terms_[2];
   }
 
   void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
@@ -71,6 +70,7 @@ class DetectionTask : public Task {
   static loss::LossGains gains(const TrainConfig& cfg) { return {cfg.box, cfg.cls, cfg.dfl}; }
 
   loss::DetectionLoss criterion_;
+  std::vector<std::string> terms_;
   std::optional<loss::E2ELoss> e2e_;
 };
 

@@ -32,7 +32,8 @@ TEST_CASE("optimizer=auto chooses as Ultralytics does", "[engine]") {
   CHECK(c.momentum == 0.9);
   CHECK(c.warmup_bias_lr == 0.0);
   CHECK(c.weight_decay == Approx(0.0005));  // 0.0005 * 16 * round(64/16) / 64
-  c = choose_optimizer(cfg, 10000, 80);  // 157 * 100 > 10000
+  cfg.compat = "8.3";
+  c = choose_optimizer(cfg, 10000, 80);  // 157 * 100 > 10000: 8.3's SGD (8.4: MuSGD, below)
   CHECK(c.name == "SGD");
   CHECK(c.lr == 0.01);
   cfg.optimizer = "SGD";
@@ -56,6 +57,37 @@ TEST_CASE("yolov8n's parameter groups are Ultralytics' 63 biases 64 weights and 
   set_group(*opt, 0, 0.05, 0.8);
   CHECK(group_lr(*opt, 0) == 0.05);
   CHECK(group_lr(*opt, 1) == 0.01);
+}
+
+// Ultralytics 8.4.117's BaseTrainer.build_optimizer(model, "MuSGD", 0.01, 0.9, 0.0005) on
+// DetectionModel(yaml, nc=3), its param_groups' sizes printed: the same eight groups.
+TEST_CASE("MuSGD's eight parameter groups are Ultralytics 8.4's", "[engine][musgd]") {
+  const std::vector<std::pair<std::string, std::vector<std::size_t>>> expected = {
+      {"yolo26n.yaml", {0, 0, 24, 90, 30, 96, 30, 96}}, {"yolov8n.yaml", {0, 0, 6, 51, 9, 54, 9, 55}}};
+  for (const auto& [yaml, sizes] : expected) {
+    INFO(yaml);
+    yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions(yaml).nc(3));
+    auto opt = build_optimizer(model, OptimizerChoice{"MuSGD", 0.01, 0.9, 0.0, 0.0005});
+    REQUIRE(opt->param_groups().size() == 8);
+    const auto roles = group_roles("MuSGD");
+    for (std::size_t g = 0; g < 8; ++g) {
+      CAPTURE(g);
+      CHECK(opt->param_groups()[g].params().size() == sizes[g]);
+      CHECK(group_lr(*opt, g) == Approx(0.01 * roles[g].lr_scale));  // the class heads' groups: x3
+      CHECK(roles[g].bias == (g == 4 || g == 5));
+    }
+  }
+}
+
+TEST_CASE("optimizer=auto picks MuSGD for long runs under compat=8.4 and SGD under 8.3", "[engine][musgd]") {
+  TrainConfig cfg;
+  CHECK(choose_optimizer(cfg, 10000, 80).name == "MuSGD");  // 157 * 100 iterations
+  CHECK(choose_optimizer(cfg, 10000, 80).lr == 0.01);
+  CHECK(choose_optimizer(cfg, 128, 3).name == "AdamW");
+  cfg.compat = "8.3";
+  CHECK(choose_optimizer(cfg, 10000, 80).name == "SGD");
+  cfg.optimizer = "musgd";  // by name, any case
+  CHECK(choose_optimizer(cfg, 128, 3).name == "MuSGD");
 }
 
 TEST_CASE("warm-up iterations and the accumulation ramp round as Python and numpy do", "[engine]") {
