@@ -67,11 +67,12 @@ std::unique_ptr<torch::optim::Optimizer> build_musgd(nn::DetectionModel& model, 
   std::vector<OptimizerParamGroup> groups;
   for (std::size_t i = 0; i < g.size(); ++i) {
     const std::size_t kind = i / 2;  // 0 weights, 1 norm weights, 2 biases, 3 Muon
-    groups.emplace_back(g[i], std::make_unique<MuSGDOptions>(MuSGDOptions(c.lr * roles[i].lr_scale)
-                                                                 .momentum(c.momentum)
-                                                                 .nesterov(true)
-                                                                 .weight_decay(kind == 0 || kind == 3 ? c.weight_decay : 0.0)
-                                                                 .use_muon(kind == 3)));
+    groups.emplace_back(g[i],
+                        std::make_unique<MuSGDOptions>(MuSGDOptions(c.lr * roles[i].lr_scale)
+                                                           .momentum(c.momentum)
+                                                           .nesterov(true)
+                                                           .weight_decay(kind == 0 || kind == 3 ? c.weight_decay : 0.0)
+                                                           .use_muon(kind == 3)));
   }
   return std::make_unique<MuSGD>(std::move(groups), 0.2, 1.0);
 }

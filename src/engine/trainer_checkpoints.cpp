@@ -52,6 +52,7 @@ TrainState Trainer::Run::stored_state() const {
 }
 
 lc::Checkpoint Trainer::Run::snapshot(bool completed) {
+  repair_ema();
   lc::NamedTensors live;
   for (const auto& [name, t] : nn::state_dict(*model)) live.emplace_back("model." + name, t);
   for (const auto& [name, t] : nn::state_dict(*ema->ema())) live.emplace_back("ema." + name, t);

@@ -25,7 +25,7 @@ void Trainer::Run::schedule(std::int64_t ni) {
 void Trainer::Run::optimizer_step() {
   const auto params = model->parameters();
   const bool finite = scaler.unscale(params);
-  torch::nn::utils::clip_grad_norm_(params, 10.0);
+  check_gradient_norm(torch::nn::utils::clip_grad_norm_(params, 10.0), step());
   if (finite) optimizer->step();  // the scaler skips a step with inf/NaN gradients
   else ++result.amp_skipped_steps;
   scaler.update(!finite);
@@ -144,6 +144,8 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   t0 = Clock::now();
   const loss::LossOutput out = task->loss(heads, b, device);
   result.timings.loss_s += seconds_since(t0);
+  const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
+  check_loss(items, ni);
   t0 = Clock::now();
   // With several ranks, Ultralytics scales the loss by the world size before DDP averages the
   // gradients, so a step equals one process's step on the whole global batch.
@@ -154,7 +156,6 @@ void Trainer::Run::train_batch(const data::Batch& b) {
     ranks.average_gradients(model->parameters());
     result.timings.optimizer_s += seconds_since(t0);
   }
-  const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
   auto& means = state.loss_means;
   for (std::size_t i = 0; i < means.size(); ++i) {
     means[i] = (means[i] * double(state.batch) + items[static_cast<std::int64_t>(i)].item<double>()) /
@@ -223,6 +224,7 @@ void Trainer::Run::final_eval() {
 }
 
 bool Trainer::Run::end_epoch(EpochMetrics& m) {
+  recovery_attempts = 0;  // a clean epoch: the roll-back budget is whole again (Ultralytics 8.4)
   m.epoch = state.epoch + 1;
   set_losses(m);
   m.lr_pg0 = group_lr(*optimizer, 0);
@@ -308,7 +310,8 @@ void Trainer::Run::start() {
 }
 
 void Trainer::Run::train() {
-  bool going = true;
+  bool going = true, rolled_back = false;
+  keep_start();
   while (going && state.epoch < cfg.epochs) {
     data.train_loader->seek(static_cast<int>(state.epoch), state.batch);
     task->start_epoch(state.epoch, cfg.epochs);
@@ -325,9 +328,16 @@ void Trainer::Run::train() {
         going = !token.stop_requested() || poll();  // a stop while waiting for data
         break;
       }
-      train_batch(*b);
+      try {
+        train_batch(*b);
+      } catch (const NonFiniteTraining& e) {
+        roll_back(e.what());  // back to the newest checkpoint: the loop goes on from its position
+        rolled_back = true;
+        break;
+      }
       if (cb.on_batch_end) cb.on_batch_end(progress());  // the progress line, status.json
     }
+    if (std::exchange(rolled_back, false)) continue;
     if (!going) break;
     EpochMetrics m;
     bool validated = true;

@@ -85,6 +85,11 @@ struct RunData {
   std::unique_ptr<data::Loader> train_loader, val_loader;
 };
 
+// A NaN/Inf loss or gradient, caught before it reached the weights (trainer_recovery.cpp).
+struct NonFiniteTraining : Error {
+  using Error::Error;
+};
+
 // Everything one run holds; Trainer::run() resolves its plan, creates it, runs it and throws it
 // away.
 struct Trainer::Run {
@@ -116,6 +121,8 @@ struct Trainer::Run {
   std::unique_ptr<lc::CheckpointStore> store;
   std::int64_t saved_step = -1;
   std::optional<EpochMetrics> last_metrics;
+  std::optional<lc::Checkpoint> start_snapshot;  // where this process began: a roll-back's last resort
+  int recovery_attempts = 0;  // roll-backs since the last clean epoch
   RunClock clock;
   RunResult result;
 
@@ -147,7 +154,13 @@ struct Trainer::Run {
   lc::PauseEnd pause();
   bool share_epoch_end(EpochMetrics& m, bool validated);
   double elapsed() const;
-  void train_batch(const data::Batch& b);
+  void train_batch(const data::Batch& b);  // throws NonFiniteTraining
+  // Self-healing (trainer_recovery.cpp).
+  void check_loss(const at::Tensor& items, std::int64_t ni) const;
+  void check_gradient_norm(double norm, std::int64_t ni) const;
+  void keep_start();
+  void roll_back(const std::string& why);
+  void repair_ema();
   bool validate(EpochMetrics& m);  // false: stopped inside validation
   bool end_epoch(EpochMetrics& m);  // false: training is over
   TrainerProgress progress() const;

@@ -43,6 +43,9 @@ const ArgTable<C>& args_table() {
       {"half",
        {"false", "float16 (not on the CPU: exports float32 with a warning)",
         [](C& c, const std::string& v) { c.onnx.half = to_bool("half", v); }}},
+      {"end2end",
+       {"true", "ONNX of an end-to-end head (YOLO26): (N, 300, 6) top-k; false: the NMS head's output",
+        [](C& c, const std::string& v) { c.onnx.end2end = to_bool("end2end", v); }}},
   };
   return table;
 }

@@ -140,8 +140,14 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
             {dyn ? "batch" : "", "", dyn ? "height" : "", dyn ? "width" : ""});
   OnnxGraph g(graph);
   emit_layers(g, model, context);
-  set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc(), anchors},
-            {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
+  const bool end2end = model.head()->end2end();
+  if (end2end) {  // Ultralytics 8.4: (N, max_det, 6), no NMS
+    const std::int64_t k = dyn ? model.head()->options.max_det() : std::min(model.head()->options.max_det(), anchors);
+    set_shape(*graph.add_output(), "output0", {options.batch, k, 6}, {dyn ? "batch" : "", "", ""});
+  } else {
+    set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc(), anchors},
+              {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
+  }
 
   const std::string imgsz = "[" + std::to_string(options.imgsz_h) + ", " + std::to_string(options.imgsz_w) + "]";
   add_metadata(proto, {{"description", metadata.description},
@@ -153,6 +159,7 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                        {"batch", std::to_string(options.batch)},
                        {"imgsz", imgsz},
                        {"names", names_repr(metadata.names)}});
+  if (model.head()->options.end2end()) add_metadata(proto, {{"end2end", end2end ? "True" : "False"}});
   try {
     onnx::checker::check_model(proto);
   } catch (const std::exception& e) {
@@ -175,10 +182,7 @@ OnnxExportReport export_onnx(const fs::path& weights, const fs::path& out, OnnxE
   }
   const io::ModelWeights w = io::read_model_weights(weights);
   nn::DetectionModel model = io::build_model(w, weights.string());
-  if (model->head()->options.end2end()) {
-    throw Error("export: " + weights.string() + " has an end-to-end head (YOLO26), whose ONNX form ((N, 300, 6), "
-                "no NMS) yolotrain does not write yet; format=safetensors exports its weights");
-  }
+  if (!options.end2end) model->head()->set_end2end(false);  // YOLO26's NMS head (Ultralytics' end2end=False)
   model->eval();
   model->fuse();
   const std::int64_t stride = model->max_stride();

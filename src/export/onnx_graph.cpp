@@ -20,6 +20,18 @@ std::string OnnxGraph::unique(const std::string& base) {
   return n == 0 ? base : base + "_" + std::to_string(n);
 }
 
+std::vector<std::string> OnnxGraph::node_outputs(const std::string& op, const std::vector<std::string>& inputs,
+                                                 int n, const std::vector<Attribute>& attributes) {
+  const std::string first = node(op, inputs, attributes);
+  onnx::NodeProto* added = graph_.mutable_node(graph_.node_size() - 1);
+  std::vector<std::string> outs{first};
+  for (int i = 1; i < n; ++i) {
+    outs.push_back(added->name() + "_output_" + std::to_string(i));
+    added->add_output(outs.back());
+  }
+  return outs;
+}
+
 std::string OnnxGraph::node(const std::string& op, const std::vector<std::string>& inputs,
                             const std::vector<Attribute>& attributes, const std::string& output) {
   onnx::NodeProto* n = graph_.add_node();

@@ -42,6 +42,9 @@ class OnnxGraph {
   /// Adds a node of `op` reading `inputs`; returns its output's name (`output` when given).
   std::string node(const std::string& op, const std::vector<std::string>& inputs,
                    const std::vector<Attribute>& attributes = {}, const std::string& output = "");
+  /// A node with `n` outputs ("<node>_output_0", "_output_1", ...); returns their names.
+  std::vector<std::string> node_outputs(const std::string& op, const std::vector<std::string>& inputs, int n,
+                                        const std::vector<Attribute>& attributes = {});
 
   /// Adds `tensor` (float32 or int64, any layout) as the initializer `<scope>.<name>` (the
   /// state-dict name of a module's parameter); returns the name.

@@ -115,6 +115,22 @@ std::string emit(OnnxGraph& g, nn::BottleneckImpl& block, const std::string& x) 
   return block.add ? g.node("Add", {x, y}) : y;
 }
 
+namespace {
+
+// YOLO26's C3k2 block with attention (8.4's `Sequential(Bottleneck, PSABlock)`): children "0", "1".
+std::string attention_block(OnnxGraph& g, torch::nn::Module& block, const std::string& x) {
+  std::string y = x;
+  for (const auto& child : block.named_children()) {
+    auto scope = g.scope(child.key());
+    if (auto* b = child.value()->as<nn::BottleneckImpl>()) y = emit(g, *b, y);
+    else if (auto* psa = child.value()->as<nn::PSABlockImpl>()) y = emit(g, *psa, y);
+    else throw Error("ONNX export: a C3k2 block holds a " + child.value()->name() + ", which has no ONNX form");
+  }
+  return y;
+}
+
+}  // namespace
+
 std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x) {
   const std::string y = scoped(g, "cv1", *block.cv1, x);
   std::vector<std::string> parts{slice(g, y, 0, block.c, 1), slice(g, y, block.c, 2 * block.c, 1)};
@@ -124,7 +140,8 @@ std::string emit(OnnxGraph& g, nn::C2fImpl& block, const std::string& x) {
       auto scope = g.scope(std::to_string(i));
       const auto& child = block.m->ptr(i);
       if (auto* c3k = child->as<nn::C3kImpl>()) parts.push_back(emit(g, *c3k, parts.back()));
-      else parts.push_back(emit(g, *child->as<nn::BottleneckImpl>(), parts.back()));
+      else if (auto* b = child->as<nn::BottleneckImpl>()) parts.push_back(emit(g, *b, parts.back()));
+      else parts.push_back(attention_block(g, *child, parts.back()));
     }
   }
   return scoped(g, "cv2", *block.cv2, concat(g, parts, 1));
@@ -213,20 +230,55 @@ std::string emit(OnnxGraph& g, nn::ConcatImpl& c, const std::vector<std::string>
   return concat(g, xs, c.dimension);
 }
 
+namespace {
+
+// Ultralytics 8.4's Detect.postprocess / get_topk_index on [B, A, 4 + nc] (xyxy, scores): the k
+// anchors of highest class score, then the k best (anchor, class) pairs among them ->
+// [B, k, 6] = x1 y1 x2 y2, score, class. TopK, GatherElements, Div and Mod on int64, Cast.
+std::string end2end_topk(OnnxGraph& g, const std::string& preds, std::int64_t nc, std::int64_t k,
+                         const std::string& output) {
+  auto scope = g.scope("postprocess");
+  const std::string boxes = slice(g, preds, 0, 4, 2), scores = slice(g, preds, 4, 4 + nc, 2);
+  const std::string kk = g.constant(Ints{k}, {1});
+  const std::string best = g.node("ReduceMax", {scores}, {{"axes", Ints{-1}}, {"keepdims", std::int64_t{0}}});
+  const auto top_anchors = g.node_outputs("TopK", {best, kk}, 2, {{"axis", std::int64_t{-1}}});
+  // [B, k] -> [B, k, 1] by Reshape (Unsqueeze's axes moved from attribute to input in opset 13)
+  const std::string ori_index = reshape(g, top_anchors[1], {0, k, 1});
+  const std::string gathered =
+      g.node("GatherElements", {scores, g.node("Expand", {ori_index, g.constant(Ints{1, 1, nc}, {3})})},
+             {{"axis", std::int64_t{1}}});
+  const std::string flat = g.node("Flatten", {gathered}, {{"axis", std::int64_t{1}}});  // [B, k * nc]
+  const auto top = g.node_outputs("TopK", {flat, kk}, 2, {{"axis", std::int64_t{-1}}});
+  const std::string nc_const = g.constant(Ints{nc}, {});
+  const std::string anchor_of = g.node("Div", {top[1], nc_const});  // index // nc (non-negative)
+  const std::string cls =
+      g.node("Cast", {g.node("Mod", {top[1], nc_const})}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
+  const std::string idx = g.node("GatherElements", {ori_index, reshape(g, anchor_of, {0, k, 1})},
+                                 {{"axis", std::int64_t{1}}});  // [B, k, 1]
+  const std::string kept = g.node(
+      "GatherElements", {boxes, g.node("Expand", {idx, g.constant(Ints{1, 1, 4}, {3})})}, {{"axis", std::int64_t{1}}});
+  return concat(g, {kept, reshape(g, top[0], {0, k, 1}), reshape(g, cls, {0, k, 1})}, 2, output);
+}
+
+}  // namespace
+
 std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& xs, const DetectShapes& shapes,
                  const std::string& output) {
   const std::int64_t no = head.no(), reg = head.options.reg_max();
   if (head.stride.size() != xs.size()) throw Error("ONNX export: the head's strides are not set");
+  const bool end2end = head.end2end();  // the one-to-one branch, decoded to xyxy, then the top-k
+  auto& box_heads = end2end ? head.one2one_cv2 : head.cv2;
+  auto& cls_heads = end2end ? head.one2one_cv3 : head.cv3;
   std::vector<std::string> flat, anchors, strides;
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string box, cls;
     {
-      auto a = g.scope("cv2"), b = g.scope(std::to_string(i));
-      box = branch(g, *head.cv2[i], xs[i]);
+      auto a = g.scope(end2end ? "one2one_cv2" : "cv2"), b = g.scope(std::to_string(i));
+      box = branch(g, *box_heads[i], xs[i]);
     }
     {
-      auto a = g.scope("cv3"), b = g.scope(std::to_string(i));
-      cls = branch(g, *head.cv3[i], xs[i]);
+      auto a = g.scope(end2end ? "one2one_cv3" : "cv3"), b = g.scope(std::to_string(i));
+      cls = branch(g, *cls_heads[i], xs[i]);
     }
     const std::string level = concat(g, {box, cls}, 1);  // [B, no, h, w]
     flat.push_back(reshape(g, level, {0, no, -1}));
@@ -237,6 +289,7 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
     }
   }
   std::string anchor_points, stride_tensor;
+  std::int64_t anchor_count = 0;
   if (shapes.dynamic) {
     anchor_points = concat(g, anchors, 1);
     stride_tensor = concat(g, strides, 1);
@@ -244,22 +297,33 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
     std::vector<at::Tensor> feats;
     for (size_t i = 0; i < xs.size(); ++i) feats.push_back(at::zeros({1, 1, shapes.level_h[i], shapes.level_w[i]}));
     auto [points, st] = nn::make_anchors(feats, head.stride, 0.5);
+    anchor_count = points.size(0);
     // [1, 2, A] and [1, 4, A]: the shapes of what they meet, as OpenCV's dnn (4.6) cannot
     // broadcast a constant over the box coordinates (it fails on [1, A] and [1, 1, A]).
     anchor_points = g.constant(points.t().unsqueeze(0).contiguous());
     stride_tensor = g.constant(st.t().unsqueeze(0).expand({1, 4, -1}).contiguous());
   }
   const std::string x_cat = concat(g, flat, 2);
-  const std::string distances = dfl(g, *head.dfl, slice(g, x_cat, 0, 4 * reg, 1));
-  // dist2bbox(xywh) times the stride, as Detect's decode.
+  const std::string raw = slice(g, x_cat, 0, 4 * reg, 1);
+  const std::string distances = reg > 1 ? dfl(g, *head.dfl, raw) : raw;  // reg_max 1: no DFL (YOLO26)
+  // dist2bbox times the stride, as Detect's decode: xywh, or xyxy for the end-to-end head.
   const std::string lt = slice(g, distances, 0, 2, 1), rb = slice(g, distances, 2, 4, 1);
   const std::string x1y1 = g.node("Sub", {anchor_points, lt});
   const std::string x2y2 = g.node("Add", {anchor_points, rb});
-  const std::string centre = g.node("Div", {g.node("Add", {x1y1, x2y2}), g.constant(std::vector<float>{2.0F}, {})});
-  const std::string size = g.node("Sub", {x2y2, x1y1});
-  const std::string dbox = g.node("Mul", {concat(g, {centre, size}, 1), stride_tensor});
+  std::string box;
+  if (end2end) {
+    box = concat(g, {x1y1, x2y2}, 1);
+  } else {
+    const std::string centre = g.node("Div", {g.node("Add", {x1y1, x2y2}), g.constant(std::vector<float>{2.0F}, {})});
+    box = concat(g, {centre, g.node("Sub", {x2y2, x1y1})}, 1);
+  }
+  const std::string dbox = g.node("Mul", {box, stride_tensor});
   const std::string scores = g.node("Sigmoid", {slice(g, x_cat, 4 * reg, no, 1)});
-  return concat(g, {dbox, scores}, 1, output);
+  if (!end2end) return concat(g, {dbox, scores}, 1, output);
+  const std::string preds = g.node("Transpose", {concat(g, {dbox, scores}, 1)}, {{"perm", Ints{0, 2, 1}}});
+  // Ultralytics exports k = max_det; fewer anchors than that (a tiny input) keep them all.
+  const std::int64_t k = anchor_count > 0 ? std::min(head.options.max_det(), anchor_count) : head.options.max_det();
+  return end2end_topk(g, preds, head.options.nc(), k, output);
 }
 
 }  // namespace yolotrain::exporter::detail

@@ -220,7 +220,8 @@ std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const Box
   const at::Tensor iou = bbox_iou(fg_boxes, fg_targets, false, IouKind::CIoU);
   const at::Tensor loss_iou = ((1.0 - iou) * weight).sum() / in.tss;
   if (reg_max == 1) {
-    const at::Tensor ltrb = at::cat({fg_anchors - fg_targets.slice(1, 0, 2), fg_targets.slice(1, 2, 4) - fg_anchors}, 1);
+    const at::Tensor ltrb =
+        at::cat({fg_anchors - fg_targets.slice(1, 0, 2), fg_targets.slice(1, 2, 4) - fg_anchors}, 1);
     const at::Tensor fg_strides = in.strides.expand({fg.size(0), -1, -1}).index({fg});  // [n, 1]
     return {loss_iou, (l1_term(fg_distri, ltrb, fg_strides, in.imgsz) * weight).sum() / in.tss};
   }
@@ -262,7 +263,8 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
     const Positives pos = positives_of(a);
     loss_cls = class_loss(parts.logits, &pos) / tss;
     if (a.fg_mask.any().item<bool>()) {
-      const BoxInputs in{pred_distri, anchors, strides, a.target_bboxes / strides, a.anchor_scores, tss, a.fg_mask, imgsz};
+      const BoxInputs in{pred_distri,     anchors, strides,   a.target_bboxes / strides,
+                         a.anchor_scores, tss,     a.fg_mask, imgsz};
       std::tie(loss_box, loss_dfl) = bbox_loss(*this, in, options_.reg_max);
     }
   }

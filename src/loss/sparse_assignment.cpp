@@ -78,7 +78,8 @@ void keep_topk2_pairs(std::vector<int64_t>& owner, const std::vector<int64_t>& o
     std::stable_sort(anchors.begin(), anchors.end(), [&](int64_t x, int64_t y) {
       return metric[owner_pair[static_cast<std::size_t>(x)]] > metric[owner_pair[static_cast<std::size_t>(y)]];
     });
-    for (std::size_t i = static_cast<std::size_t>(k); i < anchors.size(); ++i) owner[static_cast<std::size_t>(anchors[i])] = -1;
+    for (std::size_t i = static_cast<std::size_t>(k); i < anchors.size(); ++i)
+      owner[static_cast<std::size_t>(anchors[i])] = -1;
   }
 }
 

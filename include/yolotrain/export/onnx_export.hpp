@@ -17,6 +17,10 @@ struct OnnxExportOptions {
   bool dynamic = false;        ///< batch, height and width as symbolic axes ("batch", "height", "width")
   int opset = 17;              ///< ONNX opset, 12 to 17
   bool half = false;           ///< float16: refused with a warning, as Ultralytics does on the CPU
+  /// An end-to-end head (YOLO26): true writes its (N, 300, 6) top-k output (x1 y1 x2 y2, score,
+  /// class; no NMS needed), false the one-to-many branch's [B, 4 + nc, A] for NMS (Ultralytics'
+  /// end2end=False). Other heads ignore it.
+  bool end2end = true;
 };
 
 /// What the model's metadata properties say (Ultralytics' keys; see onnx_model()).
@@ -36,7 +40,9 @@ struct OnnxExportReport {
 
 /// The ONNX model (serialised ModelProto) of `model`, which must be fused (DetectionModel::fuse())
 /// and in eval mode: input `images` [B, 3, H, W] float32 RGB 0..1, output `output0` [B, 4 + nc, A]
-/// (xywh in input pixels, class scores after the sigmoid), as Ultralytics' ONNX export. The graph
+/// (xywh in input pixels, class scores after the sigmoid), as Ultralytics' ONNX export; an
+/// end-to-end head (YOLO26) in its end-to-end mode: [B, min(300, A), 6] (x1 y1 x2 y2 in input
+/// pixels, score, class), as Ultralytics 8.4's (metadata end2end 'True'). The graph
 /// is built layer by layer from the modules; weights keep their state-dict names. Metadata
 /// properties: description, author, date, version, stride, task, batch, imgsz, names, written as
 /// Ultralytics writes them (Python's str() of the value: imgsz "[640, 640]", names

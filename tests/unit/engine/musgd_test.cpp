@@ -41,8 +41,9 @@ TEST_CASE("two MuSGD steps equal Ultralytics 8.4's on fixed gradients", "[engine
     (is_muon ? muon_params : sgd_params).push_back(params[names[i]]);
   }
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(muon_params, std::make_unique<MuSGDOptions>(
-                                       MuSGDOptions(0.03).momentum(0.9).nesterov(true).weight_decay(5e-4).use_muon(true)));
+  groups.emplace_back(muon_params,
+                      std::make_unique<MuSGDOptions>(
+                          MuSGDOptions(0.03).momentum(0.9).nesterov(true).weight_decay(5e-4).use_muon(true)));
   groups.emplace_back(sgd_params, std::make_unique<MuSGDOptions>(MuSGDOptions(0.01).momentum(0.9).nesterov(true)));
   MuSGD opt(std::move(groups), 0.2, 1.0);
   for (int step = 0; step < 2; ++step) {

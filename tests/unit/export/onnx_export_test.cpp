@@ -222,14 +222,83 @@ TEST_CASE("export_onnx from weights files: rounded imgsz, bad files named, the p
   CHECK_THAT(h.warnings.front(), Catch::Contains("half=true"));
 }
 
-TEST_CASE("YOLO26 weights: ONNX refused with the reason, safetensors say whose construction they fit", "[export]") {
+namespace {
+
+const fs::path kYolo26Best = kShared / "weights" / "ultralytics" / "bccd_yolo26n" / "best.pt";
+
+// The end-to-end output's detections above `conf`: each of libtorch's rows has a row of ONNX
+// Runtime's with the same class, its score within 1e-4 and its corners within `tol` px (the
+// order of near-equal scores may differ between the two).
+std::size_t unmatched_rows(const at::Tensor& expected, const at::Tensor& got, double conf, double tol) {
+  std::size_t missing = 0;
+  for (int64_t b = 0; b < expected.size(0); ++b) {
+    for (int64_t i = 0; i < expected.size(1); ++i) {
+      const at::Tensor row = expected[b][i];
+      if (row[4].item<double>() < conf) continue;
+      const at::Tensor close = ((got[b].slice(1, 0, 4) - row.slice(0, 0, 4)).abs().amax(1) <= tol) &
+                               ((got[b].select(1, 4) - row[4]).abs() <= 1e-4) & (got[b].select(1, 5) == row[5]);
+      if (!close.any().item<bool>()) ++missing;
+    }
+  }
+  return missing;
+}
+
+}  // namespace
+
+TEST_CASE("YOLO26 to ONNX: Ultralytics 8.4's (N, 300, 6) end-to-end output and the NMS head, as ONNX Runtime runs them",
+          "[export][yolo26]") {
+  if (auto why = yolotrain::testing::onnxruntime_missing()) {
+    WARN("skipped: " << *why);
+    return;
+  }
+  if (!fs::exists(kYolo26Best)) {
+    WARN("skipped: " << kYolo26Best.string() << " is absent");
+    return;
+  }
+  TempDir tmp;
+  const auto images = images_of("bccd", 2);
+  for (const bool end2end : {true, false}) {
+    for (const auto& [imgsz, opset, dynamic] :
+         std::vector<std::tuple<std::int64_t, int, bool>>{{320, 17, false}, {320, 12, false}, {320, 17, true}}) {
+      INFO("end2end " << end2end << ", imgsz " << imgsz << ", opset " << opset << ", dynamic " << dynamic);
+      OnnxExportOptions o;
+      o.imgsz_h = o.imgsz_w = imgsz;
+      o.opset = opset;
+      o.dynamic = dynamic;
+      o.end2end = end2end;
+      const fs::path path = tmp.path() / "yolo26.onnx";
+      const auto report = yolotrain::exporter::export_onnx(kYolo26Best, path, o);
+      auto model = model_of(kYolo26Best);
+      model->head()->set_end2end(end2end);
+      const at::Tensor x = dynamic ? input_of(images, imgsz - 64, imgsz + 96) : input_of({images[0]}, imgsz, imgsz);
+      at::Tensor expected;
+      {
+        c10::InferenceMode guard;
+        expected = model->predict(x);
+      }
+      const at::Tensor got = yolotrain::testing::run_onnxruntime(path, x, tmp.path()).output;
+      REQUIRE(got.sizes() == expected.sizes());
+      if (end2end) {
+        CHECK(got.size(1) == 300);
+        CHECK(got.size(2) == 6);
+        const double range = (expected.slice(2, 0, 4).max() - expected.slice(2, 0, 4).min()).item<double>();
+        CHECK(unmatched_rows(expected, got, 0.01, 1e-4 * range) == 0);
+        CHECK(unmatched_rows(got, expected, 0.01, 1e-4 * range) == 0);
+        CHECK((expected.select(2, 4) >= 0.01).sum().item<int64_t>() > 10);  // the check saw detections
+      } else {
+        const Agreement agree = compare(expected, got);
+        CHECK(agree.diff <= 1e-4 * agree.range);
+        CHECK(agree.same_detections);
+      }
+    }
+  }
+}
+
+TEST_CASE("YOLO26 weights: safetensors say whose construction they fit", "[export]") {
   TempDir tmp;
   yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions("yolo26n.yaml").nc(3));
   const fs::path weights = tmp.path() / "y26.safetensors";
   yolotrain::nn::write_safetensors(weights, yolotrain::nn::state_dict(*model), {{"ultralytics", "8.4"}});
-  CHECK_THROWS_WITH(yolotrain::exporter::export_onnx(weights, tmp.path() / "y26.onnx", OnnxExportOptions{}),
-                    Catch::Contains("end-to-end head (YOLO26)") && Catch::Contains("format=safetensors"));
-  CHECK_FALSE(fs::exists(tmp.path() / "y26.onnx"));
   const fs::path again = yolotrain::exporter::export_safetensors(weights, tmp.path() / "again.safetensors");
   const auto w = yolotrain::io::read_model_weights(again);
   CHECK(w.builds_like == "8.4");

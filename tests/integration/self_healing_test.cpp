@@ -1,0 +1,58 @@
+// Ultralytics 8.4's self-healing, made exact: a NaN loss at step k rolls the run back to its newest
+// checkpoint (or to its start) and the replay ends byte-identical to a run without the fault; a
+// fault that persists fails the run after 3 roll-backs, with the reason. The faults come from the
+// trainer's test-only seam (src/engine/fault_injection.hpp), in-process.
+#include <ATen/ATen.h>
+
+#include "fault_injection.hpp"
+#include "yolotrain/engine/trainer.hpp"
+
+#include "catch.hpp"
+
+#include "test_support.hpp"
+#include "train_runs.hpp"
+
+namespace fs = std::filesystem;
+namespace yt = yolotrain::test;
+namespace en = yolotrain::engine;
+using yt::baseline;
+using yt::exported_weights;
+using yt::train_args;
+
+namespace {
+
+en::TrainConfig healing_config(const fs::path& project) {
+  auto args = train_args(project);
+  args.erase(args.begin());  // the program path
+  return en::TrainConfig::from_args(args);
+}
+
+}  // namespace
+
+TEST_CASE("a NaN loss rolls the run back and the replay ends byte-identical", "[integration][self-healing]") {
+  // Step 2: before any checkpoint (back to the run's start); step 5: back to epoch 1's end (step 4).
+  for (const std::int64_t step : {2, 5}) {
+    INFO("NaN at step " << step);
+    yt::TempDir tmp;
+    en::testing::inject_nonfinite_loss(step);
+    yolotrain::lifecycle::ControlToken token;
+    const en::RunResult r = en::Trainer(healing_config(tmp.path())).run(token);
+    en::testing::clear_faults();
+    CHECK(r.outcome == en::RunOutcome::Completed);
+    const std::string log = yt::slurp(tmp / "run" / "train.log");
+    CHECK_THAT(log, Catch::Contains("the loss was NaN/Inf at step " + std::to_string(step)) &&
+                        Catch::Contains(step == 2 ? "rolling back to step 0" : "rolling back to step 4"));
+    CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
+  }
+}
+
+TEST_CASE("a NaN that persists fails the run after 3 roll-backs, with the reason", "[integration][self-healing]") {
+  yt::TempDir tmp;
+  en::testing::inject_nonfinite_loss(5, 4);
+  yolotrain::lifecycle::ControlToken token;
+  const en::RunResult r = en::Trainer(healing_config(tmp.path())).run(token);
+  en::testing::clear_faults();
+  CHECK(r.outcome == en::RunOutcome::Failed);
+  CHECK_THAT(r.reason, Catch::Contains("3 roll-backs did not help") && Catch::Contains("lr0"));
+  CHECK(r.exit_code() == 1);
+}
