@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   if (weights.extension() == ".yaml") {  // a fresh model, written once to a temporary file
     yolotrain::nn::DetectionModel fresh{yolotrain::nn::DetectionModelOptions(a["model"])};
     weights = fs::temp_directory_path() / "predict_bench_fresh.safetensors";
-    yolotrain::nn::save_weights(*fresh, weights);
+    yolotrain::nn::save_weights(*fresh, weights, {{"ultralytics", "8.4"}});  // built as 8.4 builds it
   }
   const auto files = yp::expand_source(a["source"]).images;
   std::vector<yolotrain::data::Image> images;

@@ -89,6 +89,7 @@ const std::vector<Spec>& specs() {
       {"val", &C::val, "validate each epoch"},
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
+      {"end2end", &C::end2end, "val of an end-to-end head (YOLO26): its top-k (true) or NMS over one-to-many (false)"},
       {"plots", &C::plots,
        "write results.png, train_batch0-2.jpg and the final validation's pictures, curves and confusion_matrix.csv"},
       {"tensorboard", &C::tensorboard,

@@ -211,6 +211,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   nn::DetectionModel net(
       nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names).ultralytics(weights.builds_like));
   nn::load_state_dict(*net, weights.tensors, true, cfg.model);
+  if (!cfg.end2end) net->head()->set_end2end(false);  // Ultralytics' end2end=False: NMS over one-to-many
   net->to(device);
   const c10::MemoryFormat format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
   nn::set_memory_format(*net, format);

@@ -95,7 +95,12 @@ ModelWeights from_safetensors(const fs::path& path) {
   ModelWeights w;
   w.tensors = nn::read_safetensors(path, &metadata);
   if (const auto it = metadata.find("names"); it != metadata.end()) w.names = decode_names(it->second);
-  if (const auto it = metadata.find("ultralytics"); it != metadata.end()) w.builds_like = it->second;
+  if (const auto it = metadata.find("ultralytics"); it != metadata.end()) {
+    w.builds_like = it->second;
+  } else if (std::any_of(w.tensors.begin(), w.tensors.end(),
+                         [](const auto& t) { return t.first.find(".one2one_cv2.") != std::string::npos; })) {
+    w.builds_like = "8.4";  // without the key (nn::save_weights): an end-to-end head exists only since 8.4
+  }
   w.format = "safetensors";
   w.description = "safetensors weights";
   if (const auto it = metadata.find("date"); it != metadata.end()) w.date = it->second;

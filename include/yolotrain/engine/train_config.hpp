@@ -59,6 +59,9 @@ struct TrainConfig {
   bool val = true;
   double iou = 0.7;
   std::int64_t max_det = 300;
+  /// `val` of an end-to-end head (YOLO26): its one-to-one top-k (true), or the one-to-many branch
+  /// with NMS (false; Ultralytics' end2end=False). Training and other heads ignore it.
+  bool end2end = true;
   bool plots = true;
   bool tensorboard = false;         ///< events.out.tfevents.* in the run folder (TensorBoardLogger)
   bool verbose = true;              ///< progress line per batch, per-class table at the end

@@ -121,7 +121,20 @@ TEST_CASE("val of Ultralytics' own YOLO26n best.pt gives Ultralytics' own figure
   if (!report) return;
   check_figures(*report, {0.01682517315077296, 0.47334450665050104, 0.07133391758242459, 0.02360386292048812},
                 {0.206, 0.00842, 0.0});
-  CHECK(report->loss == std::array<double, 3>{0, 0, 0});  // no E2ELoss yet: no validation loss
+  CHECK(report->loss == std::array<double, 3>{0, 0, 0});  // as Ultralytics' val: no loss outside training
+}
+
+// PROVENANCE.md: "With end2end=False (the one2many branch + NMS, same file): all P 0.017124,
+// R 0.486986, mAP50 0.069207, mAP50-95 0.022157" (Ultralytics 8.4.117's own val).
+TEST_CASE("val end2end=false of the YOLO26n best.pt: NMS over the one-to-many branch, as Ultralytics 8.4",
+          "[engine][yolo26]") {
+  yolotrain::test::TempDir tmp;
+  const auto report = validate_bccd_best("bccd_yolo26n", tmp, {"plots=false", "end2end=false"});
+  if (!report) return;
+  CHECK(report->metrics.mean_results()[0] == Approx(0.017124).margin(1e-3));
+  CHECK(report->metrics.mean_results()[1] == Approx(0.486986).margin(1e-3));
+  CHECK(report->metrics.mean_results()[2] == Approx(0.069207).margin(1e-3));
+  CHECK(report->metrics.mean_results()[3] == Approx(0.022157).margin(1e-3));
 }
 
 // Ultralytics 8.4.117's own model.val of the 8.2.82 bccd_yolov8n best.pt (same arguments; run here,
