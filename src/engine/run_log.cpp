@@ -10,6 +10,7 @@ RunLog::RunLog() : tty_(isatty(STDOUT_FILENO) == 1) {}
 
 void RunLog::open(const std::filesystem::path& file) {
   if (!speaks_) return;
+  if (file_.is_open()) file_.close();  // a run started again in its folder (a first-epoch OOM)
   file_.open(file, std::ios::app);
   for (const auto& line : before_open_) to_file(line);
   before_open_.clear();

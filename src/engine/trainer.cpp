@@ -129,22 +129,58 @@ RunResult Trainer::Run::end_failed(const std::exception& e) {
   return r;
 }
 
+namespace {
+
+// The run folder of a first attempt, made ready for the next one with a smaller batch: the same
+// folder (exist_ok), a fresh start, and none of the attempt's checkpoints (a later resume must not
+// find a step of the other batch size).
+TrainConfig next_attempt(TrainConfig cfg, const fs::path& run_dir, std::int64_t batch) {
+  std::error_code ec;
+  fs::remove_all(run_dir / "weights", ec);
+  cfg.project = run_dir.parent_path().string();
+  cfg.name = run_dir.filename().string();
+  cfg.exist_ok = true;
+  cfg.resume = "false";
+  cfg.batch = batch;
+  return cfg;
+}
+
+}  // namespace
+
 RunResult Trainer::run(lc::ControlToken& token) {
   lc::CudaGuard guard;
   KeepFreedHostMemory host_memory;
   detail::RunLog log;  // outlives the run: the bucket's messages go to it
-  std::unique_ptr<Run> run;
-  try {
-    RankGroup ranks = RankGroup::from_environment(config_.dist_timeout);
-    log.set_speaks(ranks.leader());  // rank 0 speaks for the group, as Ultralytics' LOGGER
-    RunPlan plan = resolve_run(config_, ranks, [&log](const std::string& line) { log.say(line); });
-    run = std::make_unique<Run>(std::move(plan), std::move(ranks), log, callbacks_, token, data_);
-  } catch (const std::exception& e) {
-    return end_before_run(e, callbacks_);
+  for (int retries = 0;; ++retries) {
+    std::unique_ptr<Run> run;
+    try {
+      RankGroup ranks = RankGroup::from_environment(config_.dist_timeout);
+      log.set_speaks(ranks.leader());  // rank 0 speaks for the group, as Ultralytics' LOGGER
+      RunPlan plan = resolve_run(config_, ranks, [&log](const std::string& line) { log.say(line); });
+      run = std::make_unique<Run>(std::move(plan), std::move(ranks), log, callbacks_, token, data_);
+      run->batch_retries = retries;
+    } catch (const std::exception& e) {
+      return end_before_run(e, callbacks_);
+    }
+    try {
+      return finish_run(*run);
+    } catch (const BatchTooLarge& e) {  // Ultralytics 8.4: a first-epoch OOM retries with half the batch
+      log.say(std::string("warning: ") + e.what());
+      const fs::path dir = run->plan.run_dir;
+      run.reset();  // the model, optimizer and loaders go, and their memory with them
+      lc::cuda_release_cached();
+      config_ = next_attempt(config_, dir, e.batch);
+    }
   }
+}
+
+RunResult Trainer::finish_run(Run& run_ref) {
+  Run* run = &run_ref;
   RunResult result;
   try {
     result = run->run();
+  } catch (const BatchTooLarge&) {
+    throw;
   } catch (const std::exception& e) {
     result = run->end_failed(e);
     // The run's own listeners too (TensorBoard adds the run's pictures), the program's after them.

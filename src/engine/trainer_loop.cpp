@@ -2,6 +2,8 @@
 // validation, pause and stop.
 #include "trainer_run.hpp"
 
+#include "fault_injection.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -125,6 +127,10 @@ at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) con
 
 void Trainer::Run::train_batch(const data::Batch& b) {
   const std::int64_t ni = step();
+  if (testing::out_of_memory_due(ni)) {
+    throw std::runtime_error("CUDA out of memory. Tried to allocate 20.00 MiB (injected at step " + std::to_string(ni) +
+                             ")");
+  }
   if (outputs.plots && state.epoch == 0 && b.index < 3) {
     task->plot_training_batch(*outputs.plots, b, ema->ema()->names(), plan.run_dir);
   }
@@ -284,6 +290,7 @@ void Trainer::Run::start() {
   log.open(plan.run_dir / "train.log");
   load_data();
   build();
+  started_fresh = !plan.resume_from;
   if (plan.resume_from) restore();
   plan.resume_from.reset();
   // After restore: results.csv and TensorBoard's stream continue at the resumed position.
@@ -334,6 +341,8 @@ void Trainer::Run::train() {
         roll_back(e.what());  // back to the newest checkpoint: the loop goes on from its position
         rolled_back = true;
         break;
+      } catch (const std::exception& e) {
+        out_of_memory(e);  // the first epoch's out-of-memory: restarted with half the batch; else rethrown
       }
       if (cb.on_batch_end) cb.on_batch_end(progress());  // the progress line, status.json
     }

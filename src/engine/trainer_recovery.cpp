@@ -1,8 +1,10 @@
 // Trainer::Run's self-healing, Ultralytics 8.4's NaN recovery (engine/trainer.py:
-// _handle_nan_recovery, and save_model's EMA resync) made exact: a NaN/Inf loss or gradient is caught before it reaches the weights, and the run goes
-// back to its newest checkpoint (or to where this process started) and replays from there, as
-// a resume would. Ultralytics checks once per epoch and reloads last.pt; yolotrain checks every
-// step, so the replay loses at most the steps since the last checkpoint.
+// _handle_nan_recovery, and save_model's EMA resync) made exact: a NaN/Inf loss or gradient is
+// caught before it reaches the weights, and the run goes back to its newest checkpoint (or to
+// where this process started) and replays from there, as a resume would. Ultralytics checks once
+// per epoch and reloads last.pt; yolotrain checks every step, so the replay loses at most the
+// steps since the last checkpoint. An out-of-memory error in a fresh run's first epoch starts the
+// run again with half the batch (Trainer::run), up to 3 times, as 8.4 does.
 #include "trainer_run.hpp"
 
 #include "fault_injection.hpp"
@@ -65,6 +67,24 @@ void Trainer::Run::roll_back(const std::string& why) {
   restore();
   plan.resume_from.reset();
   outputs.results = detail::ResultsCsv(ranks.leader() ? plan.run_dir : fs::path(), state.results_csv);
+}
+
+void Trainer::Run::out_of_memory(const std::exception& e) {
+  const std::string what = e.what();
+  const bool oom = what.find("out of memory") != std::string::npos ||
+                   what.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos;
+  // Ultralytics 8.4 retries only in the first epoch, on one device, at most 3 times; yolotrain
+  // also only in a run that began in this process (a resumed one keeps its recorded batch) and
+  // without a bucket (whose copy of the run would not start over with it).
+  if (!oom || ranks.active() || !started_fresh || state.epoch != 0 || cfg.batch <= 1 || batch_retries >= 3 ||
+      !cfg.remote.empty()) {
+    throw;
+  }
+  const std::int64_t half = std::max<std::int64_t>(cfg.batch / 2, 1);
+  throw BatchTooLarge((device.is_cuda() ? "CUDA" : "CPU") + std::string(" out of memory with batch=") +
+                          std::to_string(cfg.batch) + ". Reducing to batch=" + std::to_string(half) +
+                          " and retrying (" + std::to_string(batch_retries + 1) + "/3).",
+                      half);
 }
 
 void Trainer::Run::repair_ema() {

@@ -90,6 +90,13 @@ struct NonFiniteTraining : Error {
   using Error::Error;
 };
 
+// Out of memory in the first epoch of a fresh run: Trainer::run() starts it again with `batch`
+// (trainer_recovery.cpp).
+struct BatchTooLarge : Error {
+  BatchTooLarge(const std::string& what, std::int64_t half) : Error(what), batch(half) {}
+  std::int64_t batch;
+};
+
 // Everything one run holds; Trainer::run() resolves its plan, creates it, runs it and throws it
 // away.
 struct Trainer::Run {
@@ -123,6 +130,8 @@ struct Trainer::Run {
   std::optional<EpochMetrics> last_metrics;
   std::optional<lc::Checkpoint> start_snapshot;  // where this process began: a roll-back's last resort
   int recovery_attempts = 0;  // roll-backs since the last clean epoch
+  bool started_fresh = false;  // no checkpoint to resume: a first-epoch OOM may restart the run
+  int batch_retries = 0;       // restarts with half the batch so far (set by Trainer::run)
   RunClock clock;
   RunResult result;
 
@@ -160,6 +169,7 @@ struct Trainer::Run {
   void check_gradient_norm(double norm, std::int64_t ni) const;
   void keep_start();
   void roll_back(const std::string& why);
+  void out_of_memory(const std::exception& e);  // throws BatchTooLarge when 8.4 would retry, else rethrows
   void repair_ema();
   bool validate(EpochMetrics& m);  // false: stopped inside validation
   bool end_epoch(EpochMetrics& m);  // false: training is over

@@ -170,6 +170,7 @@ class Trainer {
 
  private:
   struct Run;
+  RunResult finish_run(Run& run);  // runs it; its end, failed or not, told to the listeners
   TrainConfig config_;
   TrainerCallbacks callbacks_;
   std::optional<TrainingData> data_;
