@@ -185,7 +185,7 @@ OptimizerChoice choose_optimizer(const TrainConfig& cfg, std::int64_t train_imag
     const auto per_epoch = static_cast<std::int64_t>(
         std::ceil(double(train_images) / double(std::max(cfg.batch, cfg.nbs))));
     const std::int64_t iterations = per_epoch * cfg.epochs;
-    c.name = iterations <= 10000 ? "AdamW" : cfg.compat == "8.3" ? "SGD" : "MuSGD";
+    c.name = iterations <= 10000 ? "AdamW" : cfg.ultralytics84() ? "MuSGD" : "SGD";
     c.lr = iterations > 10000 ? 0.01 : std::round(0.002 * 5.0 / (4.0 + double(nc)) * 1e6) / 1e6;
     c.momentum = 0.9;
     c.warmup_bias_lr = 0.0;

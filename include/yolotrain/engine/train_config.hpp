@@ -47,6 +47,9 @@ struct TrainConfig {
   /// "8.3" (8.0 to 8.3; nn::DetectionModelOptions::ultralytics). A run resumed from a checkpoint
   /// written before this argument existed keeps 8.3, as it was built.
   std::string compat = "8.4";
+  /// Whether the run follows Ultralytics 8.4 where 8.4 changed every model (compat=8.4): STAL,
+  /// MuSGD for optimizer=auto, 8.4's validation rules and fitness.
+  bool ultralytics84() const { return compat != "8.3"; }
   bool single_cls = false;
   bool rect = false;
   bool cos_lr = false;

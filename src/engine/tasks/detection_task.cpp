@@ -64,7 +64,7 @@ class DetectionTask : public Task {
  private:
   static loss::DetectionLossOptions loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {
     loss::DetectionLossOptions o = loss::DetectionLossOptions::of(model);
-    o.stal = cfg.compat != "8.3";  // STAL came with 8.4, for every model
+    o.stal = cfg.ultralytics84();  // STAL came with 8.4, for every model
     return o;
   }
   static loss::LossGains gains(const TrainConfig& cfg) { return {cfg.box, cfg.cls, cfg.dfl}; }
