@@ -174,21 +174,20 @@ RunResult Trainer::run(lc::ControlToken& token) {
   }
 }
 
-RunResult Trainer::finish_run(Run& run_ref) {
-  Run* run = &run_ref;
+RunResult Trainer::finish_run(Run& run) {
   RunResult result;
   try {
-    result = run->run();
+    result = run.run();
   } catch (const BatchTooLarge&) {
-    throw;
+    throw;  // Trainer::run starts it again
   } catch (const std::exception& e) {
-    result = run->end_failed(e);
+    result = run.end_failed(e);
     // The run's own listeners too (TensorBoard adds the run's pictures), the program's after them.
-    if (run->cb.on_train_end) run->cb.on_train_end(result);
+    if (run.cb.on_train_end) run.cb.on_train_end(result);
     if (dynamic_cast<const ConfigError*>(&e)) throw;  // found while setting up: the input must change
     return result;
   }
-  if (run->cb.on_train_end) run->cb.on_train_end(result);
+  if (run.cb.on_train_end) run.cb.on_train_end(result);
   return result;
 }
 
