@@ -206,6 +206,10 @@ ModelDef load_model_def(const fs::path& path, const std::string& scale, std::opt
     fail(path, "the depth and width multiples must be in (0, 100]");
   }
   if (!(def.max_channels >= 1)) fail(path, "max_channels must be at least 1");
+  if (def.end2end && !ultralytics84) {  // YOLO26's rows (C3k2's attn flag) exist only in 8.4's schema
+    fail(path, "an end-to-end model (end2end: True, YOLO26) exists only since Ultralytics 8.4; build it as 8.4 "
+               "(compat=8.4, the default), not 8.3");
+  }
   int64_t index = 0;
   for (const char* section : {"backbone", "head"}) {
     const YAML::Node rows = root[section];

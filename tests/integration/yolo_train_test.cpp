@@ -342,6 +342,7 @@ TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]
       {train_args("/proc/yolotrain-runs"), "cannot create the run folder /proc/yolotrain-runs/run"},
       {train_args(tmp / "p", {"device=mps"}), "device=mps: expected cpu, cuda, cuda:N"},
       {train_args(tmp / "p", {"compat=8.2"}), "'compat'"},
+      {train_args(tmp / "p", {"model=yolo26n.yaml", "compat=8.3"}), "exists only since Ultralytics 8.4"},
   };
   yolotrain::lifecycle::atomic_write(tmp / "bad.yaml", "nc: 3\nbackbone:\n  - [-1, 1, Nope, [16, 3, 2]]\nhead: []\n");
   for (const auto& [args, message] : cases) {

@@ -46,6 +46,11 @@ TEST_CASE("yolo26n/s/m/l/x have Ultralytics 8.4's parameter counts", "[nn][yolo2
   }
 }
 
+TEST_CASE("YOLO26 built as Ultralytics 8.3 is refused with the reason", "[nn][yolo26]") {
+  CHECK_THROWS_WITH(nn::DetectionModel(nn::DetectionModelOptions("yolo26n.yaml").ultralytics("8.3")),
+                    Catch::Contains("exists only since Ultralytics 8.4") && Catch::Contains("compat=8.4"));
+}
+
 TEST_CASE("YOLO26n's summary and its end-to-end head", "[nn][yolo26]") {
   nn::DetectionModel model(nn::DetectionModelOptions("yolo26n.yaml"));
   const auto summary = nn::summarize(*model);
