@@ -63,6 +63,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.names = w.names;
   m.description = w.description;
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
+  if (!options.end2end) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
   options.imgsz_w = nn::check_imgsz(options.imgsz_w, m.net->max_stride());
   m.options = options;

@@ -20,6 +20,9 @@ struct PredictOptions {
   std::int64_t max_det = 300;   ///< at most this many detections per image
   std::optional<std::vector<std::int64_t>> classes;  ///< keep only these class indices
   bool agnostic_nms = false;    ///< NMS across classes
+  /// An end-to-end head (YOLO26): its one-to-one top-k, no NMS (true), or the one-to-many branch
+  /// with NMS (false; Ultralytics 8.4's end2end=False). Other heads ignore it.
+  bool end2end = true;
   std::string device;           ///< "" (CUDA when usable), cpu, cuda, cuda:N, N
   bool half = false;            ///< float16 inference (CUDA only; ignored with a notice on the CPU)
   bool fuse = true;             ///< fold BatchNorm into the convolutions, as Ultralytics does

@@ -154,32 +154,38 @@ TEST_CASE("YOLO26n predictions on the bccd val images equal Ultralytics 8.4's", 
     WARN("skipped: " << best.string() << " or the bccd images are absent");
     return;
   }
-  const auto ref = nlohmann::json::parse(std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests" / "unit" /
-                                                       "predict" / "data" / "yolo26n_bccd_val_conf0.01.json"));
-  REQUIRE(ref["boxes"].size() == 87);
-  for (const std::string forward : {"libtorch", "auto"}) {
-    PredictOptions o = at320();
-    o.conf = 0.01;
-    o.forward = forward;
-    Predictor predictor(best, o);
-    INFO("forward " << predictor.forward());
-    std::size_t boxes = 0;
-    for (const auto& [file, expected] : ref["boxes"].items()) {
-      INFO(file);
-      const Prediction p = predictor.predict(yolotrain::data::decode_image(kImages / file));
-      REQUIRE(p.boxes.size() == expected.size());
-      for (std::size_t i = 0; i < p.boxes.size(); ++i) {
-        const Detection& d = p.boxes[i];
-        const auto& e = expected[i];
-        CHECK(std::abs(d.x1 - e[0].get<float>()) <= 0.1f);
-        CHECK(std::abs(d.y1 - e[1].get<float>()) <= 0.1f);
-        CHECK(std::abs(d.x2 - e[2].get<float>()) <= 0.1f);
-        CHECK(std::abs(d.y2 - e[3].get<float>()) <= 0.1f);
-        CHECK(std::abs(d.conf - e[4].get<float>()) <= 1e-3f);
-        CHECK(d.cls == e[5].get<int64_t>());
+  // end2end=False: Ultralytics' predictor on the one-to-many branch with NMS (the script's
+  // `end2end=False` argument).
+  for (const bool end2end : {true, false}) {
+    const auto ref = nlohmann::json::parse(
+        std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests" / "unit" / "predict" / "data" /
+                      (end2end ? "yolo26n_bccd_val_conf0.01.json" : "yolo26n_bccd_val_conf0.01_end2end_false.json")));
+    REQUIRE(ref["boxes"].size() == 87);
+    for (const std::string forward : {"libtorch", "auto"}) {
+      PredictOptions o = at320();
+      o.conf = 0.01;
+      o.forward = forward;
+      o.end2end = end2end;
+      Predictor predictor(best, o);
+      INFO("end2end " << end2end << ", forward " << predictor.forward());
+      std::size_t boxes = 0;
+      for (const auto& [file, expected] : ref["boxes"].items()) {
+        INFO(file);
+        const Prediction p = predictor.predict(yolotrain::data::decode_image(kImages / file));
+        REQUIRE(p.boxes.size() == expected.size());
+        for (std::size_t i = 0; i < p.boxes.size(); ++i) {
+          const Detection& d = p.boxes[i];
+          const auto& e = expected[i];
+          CHECK(std::abs(d.x1 - e[0].get<float>()) <= 0.1f);
+          CHECK(std::abs(d.y1 - e[1].get<float>()) <= 0.1f);
+          CHECK(std::abs(d.x2 - e[2].get<float>()) <= 0.1f);
+          CHECK(std::abs(d.y2 - e[3].get<float>()) <= 0.1f);
+          CHECK(std::abs(d.conf - e[4].get<float>()) <= 1e-3f);
+          CHECK(d.cls == e[5].get<int64_t>());
+        }
+        boxes += p.boxes.size();
       }
-      boxes += p.boxes.size();
+      CHECK(boxes == (end2end ? 2122u : 2777u));
     }
-    CHECK(boxes == 2122);
   }
 }
