@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/loss/e2e_loss.hpp"
 #include "yolotrain/nn.hpp"
