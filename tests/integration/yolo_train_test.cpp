@@ -132,6 +132,27 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   CHECK(yolotrain::data::decode_image(dir / "results.png").pixels == yolotrain::plots::plot_results(csv).pixels);
 }
 
+namespace {
+
+// A run with `extra` SIGTERMed at `step` in tmp/run, then resumed: it must end with the weights of
+// the uninterrupted run in tmp/straight.
+void stop_and_resume_like_straight(const yt::TempDir& tmp, std::vector<std::string> extra, std::int64_t step) {
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(train_args(tmp.path(), extra), tmp / "out1.txt");
+  REQUIRE(yt::wait_for_step(dir, step));
+  kill(child.pid, SIGTERM);
+  CHECK(yt::wait_exit(child, 120s) == 143);
+  extra.push_back("resume=true");
+  const Finished resumed = run_to_end(train_args(tmp.path(), extra), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(exported_weights(dir, tmp / "export.txt") ==
+        exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
+}
+
+}  // namespace
+
 TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identical weights", "[integration][yolo11]") {
   yt::TempDir tmp;
   const std::vector<std::string> yolo11 = {"model=yolo11n.yaml"};
@@ -139,19 +160,7 @@ TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identic
   INFO(straight.output);
   REQUIRE(straight.code == 0);
   CHECK_THAT(yt::slurp(tmp / "straight" / "run" / "args.yaml"), Catch::Contains("model: \"yolo11n.yaml\""));
-  const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(train_args(tmp.path(), yolo11), tmp / "out1.txt");
-  REQUIRE(yt::wait_for_step(dir, 3));
-  kill(child.pid, SIGTERM);
-  CHECK(yt::wait_exit(child, 120s) == 143);
-  auto resume = yolo11;
-  resume.push_back("resume=true");
-  const Finished resumed = run_to_end(train_args(tmp.path(), resume), tmp / "out2.txt");
-  INFO(resumed.output);
-  CHECK(resumed.code == 0);
-  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(exported_weights(dir, tmp / "export.txt") ==
-        exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
+  stop_and_resume_like_straight(tmp, yolo11, 3);
 }
 
 // E2ELoss' weights change per epoch (o2m 0.8, 0.45, 0.1 over 3 epochs): the stop comes in the
@@ -167,20 +176,8 @@ TEST_CASE("a YOLO26 run: SIGTERM in its second epoch and resume=true end with by
   const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
   CHECK_THAT(csv, Catch::Contains("train/l1_loss") && Catch::Contains("val/l1_loss"));  // reg_max 1: no DFL
   CHECK_THAT(straight.output, Catch::Contains("l1_loss"));
-  const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(train_args(tmp.path(), yolo26), tmp / "out1.txt");
-  REQUIRE(yt::wait_for_step(dir, 6));  // 4 batches per epoch: inside epoch 2
-  kill(child.pid, SIGTERM);
-  CHECK(yt::wait_exit(child, 120s) == 143);
-  auto resume = yolo26;
-  resume.push_back("resume=true");
-  const Finished resumed = run_to_end(train_args(tmp.path(), resume), tmp / "out2.txt");
-  INFO(resumed.output);
-  CHECK(resumed.code == 0);
-  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(exported_weights(dir, tmp / "export.txt") ==
-        exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
-  CHECK(yt::slurp(dir / "results.csv") == csv);
+  stop_and_resume_like_straight(tmp, yolo26, 6);  // 4 batches per epoch: inside epoch 2
+  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
 }
 
 TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, as Ultralytics", "[integration]") {
