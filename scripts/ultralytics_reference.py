@@ -6,6 +6,8 @@ stubbed (plain objects that keep their attributes), and their forward code is tr
 from Ultralytics 8.3.58 (nn/modules/conv.py Conv.forward / forward_fuse and DWConv; block.py
 Bottleneck, C2f, C3k2 (C2f's forward), C3 / C3k, SPPF, Attention, PSABlock, C2PSA; head.py
 Detect.forward and _inference; nn/tasks.py BaseModel._predict_once and fuse();
+from 8.4.117 for segmentation files: Segment / Segment26 (the mask coefficients, top-k with them),
+Proto and Proto26 in eval (head.py, block.py);
 and from 8.4.117 for YOLO26 files: SPPF's n and shortcut, C3k2's attention blocks (a Sequential
 of Bottleneck and PSABlock), the end-to-end Detect (reg_max 1 without DFL, the one-to-one
 branch, xyxy decoding and Detect.postprocess's top-k);
@@ -114,7 +116,7 @@ def run(m, x):
         for c in children(m):
             x = run(c, x)
         return x
-    if name in ("Conv2d", "SiLU", "Upsample", "MaxPool2d", "Identity"):
+    if name in ("Conv2d", "ConvTranspose2d", "SiLU", "Upsample", "MaxPool2d", "Identity"):
         return m(x)
     raise RuntimeError(f"{name} is not transcribed here")
 
@@ -154,30 +156,62 @@ def decode(m, levels, xyxy):
     return torch.cat((dbox, cls.sigmoid()), 1)
 
 
-def top_k(preds, nc, max_det):
-    """Detect.postprocess / get_topk_index (8.4.117; not agnostic, one group): [B, k, 6]."""
+def top_k(preds, nc, max_det, nm=0):
+    """Detect.postprocess / get_topk_index (8.4.117; not agnostic, one group): [B, k, 6]; Segment's
+    postprocess gathers the nm mask coefficients too: [B, k, 6 + nm]."""
     batch, anchors, _ = preds.shape
-    boxes, scores = preds.split([4, nc], dim=-1)
+    boxes, scores, coefficients = preds.split([4, nc, nm], dim=-1)
     k = min(max_det, anchors)
     ori_index = scores.max(dim=-1)[0].topk(k, dim=1)[1].unsqueeze(-1)
     scores = scores.gather(dim=1, index=ori_index.expand(-1, -1, nc))
     scores, index = scores.flatten(1).topk(k, dim=1)
     idx = ori_index.gather(dim=1, index=(index // nc).unsqueeze(-1))
     boxes = boxes.gather(dim=1, index=idx.expand(-1, -1, 4))
-    return torch.cat([boxes, scores[..., None], (index % nc)[..., None].float()], dim=-1)
+    coefficients = coefficients.gather(dim=1, index=idx.expand(-1, -1, nm))
+    return torch.cat([boxes, scores[..., None], (index % nc)[..., None].float(), coefficients], dim=-1)
+
+
+def proto(m, xs):
+    """Proto.forward (8.3 / 8.4) on P3; Proto26.forward in eval (8.4.117): P4 and P5 refined, upsampled
+    by 2 and 4 (nearest) and added to P3, then feat_fuse, then Proto's layers."""
+    mods = m.__dict__["_modules"]
+    x = xs[0]
+    if type(m).__name__ == "Proto26":
+        for i, f in enumerate(children(mods["feat_refine"])):
+            x = x + torch.nn.functional.interpolate(run(f, xs[i + 1]), scale_factor=2 ** (i + 1), mode="nearest")
+        x = run(mods["feat_fuse"], x)
+    return run(mods["cv3"], run(mods["cv2"], mods["upsample"](run(mods["cv1"], x))))
+
+
+def mask_coefficients(m, xs, head):
+    """Segment.forward_head's mask branch: [B, nm, A]."""
+    mods, b = m.__dict__["_modules"], xs[0].shape[0]
+    return torch.cat([run(mods[head]._modules[str(i)], x).view(b, m.__dict__["nm"], -1) for i, x in enumerate(xs)], 2)
 
 
 def detect(m, xs):
     """Detect.forward in eval mode: (output, raw levels). The output is decoded [B, 4 + nc, A]; for an
     end-to-end head (8.4: one2one_cv2 / one2one_cv3 present) the one-to-one branch's top-k [B, k, 6],
-    and the raw levels are the one-to-many branch's followed by the one-to-one branch's."""
+    and the raw levels are the one-to-many branch's followed by the one-to-one branch's.
+    Segment / Segment26 (8.4.117 head.py): the output carries the mask coefficients ([B, 4 + nc + nm, A],
+    end-to-end [B, k, 6 + nm]), and after the levels come the mask coefficients of each branch
+    [B, nm, A] and the prototypes."""
     d, mods = m.__dict__, m.__dict__["_modules"]
+    segment = mods.get("proto") is not None
+    nm = d["nm"] if segment else 0
     one2many = head_levels(m, xs, "cv2", "cv3")
+    extras = [mask_coefficients(m, xs, "cv4")] if segment else []
+    protos = [proto(mods["proto"], xs)] if segment else []
     if mods.get("one2one_cv2") is None or not d.get("_end2end", True):
-        return decode(m, one2many, False), one2many
+        out = decode(m, one2many, False)
+        return (torch.cat([out, extras[0]], 1) if segment else out), one2many + extras + protos
     one2one = head_levels(m, xs, "one2one_cv2", "one2one_cv3")
-    out = top_k(decode(m, one2one, True).permute(0, 2, 1), d["nc"], d.get("max_det", 300))
-    return out, one2many + one2one
+    out = decode(m, one2one, True)
+    if segment:
+        extras.append(mask_coefficients(m, xs, "one2one_cv4"))
+        out = torch.cat([out, extras[1]], 1)
+    out = top_k(out.permute(0, 2, 1), d["nc"], d.get("max_det", 300), nm)
+    return out, one2many + one2one + extras + protos
 
 
 def forward_levels(model, x):
@@ -190,7 +224,7 @@ def forward_levels(model, x):
         name = type(m).__name__
         if name == "Concat":
             x = torch.cat(x, m.__dict__["d"])
-        elif name == "Detect":
+        elif name in ("Detect", "Segment", "Segment26"):
             return detect(m, list(x))
         else:
             x = run(m, x)

@@ -12,5 +12,6 @@
 #include "yolotrain/nn/layer_kind.hpp"
 #include "yolotrain/nn/memory_format.hpp"
 #include "yolotrain/nn/model_yaml.hpp"
+#include "yolotrain/nn/proto.hpp"
 #include "yolotrain/nn/summary.hpp"
 #include "yolotrain/nn/weights.hpp"

@@ -16,7 +16,7 @@ namespace yolotrain::data::detail {
 namespace {
 
 constexpr char kMagic[8] = {'Y', 'T', 'L', 'A', 'B', 'E', 'L', 'S'};
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;  // 3: the polygons of segmentation labels
 
 class Writer {
  public:
@@ -75,6 +75,11 @@ void put_result(Writer& w, const FileResult& r) {
     w.put(static_cast<std::int32_t>(b.cls));
     for (float v : {b.x, b.y, b.w, b.h}) w.put(v);
   }
+  w.put(static_cast<std::uint32_t>(r.record.segments.size()));
+  for (const auto& polygon : r.record.segments) {
+    w.put(static_cast<std::uint32_t>(polygon.size()));
+    for (float v : polygon) w.put(v);
+  }
   w.put(r.problem.file.string());
   w.put(r.problem.reason);
   w.put(static_cast<std::uint32_t>(r.warnings.size()));
@@ -93,6 +98,11 @@ FileResult get_result(Reader& r) {
   for (Box& b : f.record.boxes) {
     b.cls = r.get<std::int32_t>();
     b.x = r.get<float>(), b.y = r.get<float>(), b.w = r.get<float>(), b.h = r.get<float>();
+  }
+  f.record.segments.resize(r.get<std::uint32_t>());
+  for (auto& polygon : f.record.segments) {
+    polygon.resize(r.get<std::uint32_t>());
+    for (float& v : polygon) v = r.get<float>();
   }
   f.problem.file = r.text();
   f.problem.reason = r.text();

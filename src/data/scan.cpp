@@ -22,8 +22,11 @@ namespace fs = std::filesystem;
 namespace yolotrain::data {
 
 std::string detail::check_box(const double v[5], int nc, float tol, Box& box, bool& clipped) {
-  if (!std::isfinite(v[0]) || v[0] != std::floor(v[0]) || v[0] < 0 || v[0] >= nc)
-    return "class " + std::to_string(v[0]) + " is not an integer in [0, " + std::to_string(nc) + ")";
+  if (!std::isfinite(v[0]) || v[0] != std::floor(v[0]) || v[0] < 0 || v[0] >= nc) {
+    std::ostringstream cls;  // as written: "3", "2.5"
+    cls << v[0];
+    return "class " + cls.str() + " is not an integer in [0, " + std::to_string(nc) + ")";
+  }
   for (int i = 1; i < 5; ++i)
     if (!std::isfinite(v[i])) return "a coordinate is not a finite number";
   double x1 = v[1] - v[3] / 2, y1 = v[2] - v[4] / 2, x2 = v[1] + v[3] / 2, y2 = v[2] + v[4] / 2;
@@ -82,35 +85,76 @@ bool parse_number(const std::string& s, double& v) {
   return end && *end == '\0' && end != s.c_str();
 }
 
-/// Validates one label line; returns an error text, or "" with `box` filled.
-std::string parse_line(const std::string& line, int nc, float tol, Box& box, bool& clipped) {
+/// Splits a label line into numbers; an error text names the first one that is not.
+std::string parse_numbers(const std::string& line, std::vector<double>& v) {
   std::istringstream in(line);
-  std::vector<std::string> f;
-  for (std::string t; in >> t;) f.push_back(t);
-  if (f.size() != 5)
-    return std::to_string(f.size()) + " columns, expected 5 (class x_center y_center width height)";
-  double v[5];
-  for (int i = 0; i < 5; ++i) {
-    if (!parse_number(f[i], v[i])) return "'" + f[i] + "' is not a number";
-    if (!std::isfinite(v[i])) return "'" + f[i] + "' is not a finite number";
+  v.clear();
+  for (std::string t; in >> t;) {
+    double x = 0;
+    if (!parse_number(t, x)) return "'" + t + "' is not a number";
+    if (!std::isfinite(x)) return "'" + t + "' is not a finite number";
+    v.push_back(x);
   }
-  if (v[0] != std::floor(v[0]) || v[0] < 0 || v[0] >= nc)
-    return "class " + f[0] + " is not an integer in [0, " + std::to_string(nc) + ")";
-  return detail::check_box(v, nc, tol, box, clipped);
+  return "";
+}
+
+/// Validates a box line {class, xc, yc, w, h}; returns an error text, or "" with `box` filled.
+std::string parse_box(const std::vector<double>& v, int nc, float tol, Box& box, bool& clipped) {
+  if (v.size() != 5) return std::to_string(v.size()) + " columns, expected 5 (class x_center y_center width height)";
+  return detail::check_box(v.data(), nc, tol, box, clipped);
+}
+
+/// Validates a polygon line {class, x1, y1, x2, y2, ...}: its box is the points' bounding box
+/// (Ultralytics' segments2boxes), checked as a box line is.
+std::string parse_polygon(const std::vector<double>& v, int nc, float tol, Box& box, std::vector<float>& polygon,
+                          bool& clipped) {
+  if (v.size() == 5) {
+    return "5 columns, a box (class x_center y_center width height) or a 2-point polygon among polygons: a file "
+           "of polygon labels needs every line as a polygon of at least 3 points (class x1 y1 x2 y2 x3 y3 ...)";
+  }
+  const std::size_t coords = v.size() - 1;
+  if (coords % 2 != 0) {
+    return std::to_string(coords) + " coordinates after the class, an odd number: a polygon is x y pairs";
+  }
+  if (coords < 6) return "a polygon needs at least 3 points, got " + std::to_string(coords / 2);
+  double x1 = v[1], y1 = v[2], x2 = v[1], y2 = v[2];
+  polygon.clear();
+  for (std::size_t i = 1; i < v.size(); i += 2) {
+    if (v[i] < -tol || v[i] > 1 + tol || v[i + 1] < -tol || v[i + 1] > 1 + tol) {
+      return "point " + std::to_string(i / 2 + 1) + " out of [0, 1] (not normalized?)";
+    }
+    x1 = std::min(x1, v[i]), x2 = std::max(x2, v[i]), y1 = std::min(y1, v[i + 1]), y2 = std::max(y2, v[i + 1]);
+    polygon.push_back(static_cast<float>(v[i]));
+    polygon.push_back(static_cast<float>(v[i + 1]));
+  }
+  const double b[5] = {v[0], (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1};
+  return detail::check_box(b, nc, tol, box, clipped);
 }
 
 /// Reads and validates a label file into `r`; false (with r.problem) on a bad file.
 bool read_labels(const fs::path& label, int nc, float tol, FileResult& r) {
   std::ifstream in(label);
   if (!in) return true;  // no label file: a background image
+  std::vector<std::pair<int, std::vector<double>>> lines;  // line number, numbers
+  bool polygons = false;  // Ultralytics: any line longer than 6 columns makes the file polygons
   std::string line;
-  int lineno = 0, clipped_lines = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::vector<double> v;
+    if (const std::string err = parse_numbers(line, v); !err.empty()) {
+      r.problem = {label, "line " + std::to_string(lineno) + ": " + err};
+      return false;
+    }
+    polygons = polygons || v.size() > 6;
+    lines.emplace_back(lineno, std::move(v));
+  }
+  int clipped_lines = 0;
+  for (const auto& [lineno, v] : lines) {
     Box b;
+    std::vector<float> polygon;
     bool clipped = false;
-    const std::string err = parse_line(line, nc, tol, b, clipped);
+    const std::string err =
+        polygons ? parse_polygon(v, nc, tol, b, polygon, clipped) : parse_box(v, nc, tol, b, clipped);
     if (!err.empty()) {
       r.problem = {label, "line " + std::to_string(lineno) + ": " + err};
       return false;
@@ -121,6 +165,7 @@ bool read_labels(const fs::path& label, int nc, float tol, FileResult& r) {
       continue;
     }
     r.record.boxes.push_back(b);
+    if (polygons) r.record.segments.push_back(std::move(polygon));
   }
   if (clipped_lines)
     r.warnings.push_back(label.string() + ": " + std::to_string(clipped_lines) +
@@ -141,7 +186,7 @@ FileResult validate(const fs::path& image, int nc, float tol) {
     return r;
   }
   r.ok = read_labels(label_path_for(image), nc, tol, r);
-  if (!r.ok) r.record.boxes.clear();
+  if (!r.ok) r.record.boxes.clear(), r.record.segments.clear();
   return r;
 }
 
@@ -244,6 +289,7 @@ LabelFile read_label_file(const fs::path& label, int nc, float clip_tolerance) {
   LabelFile out;
   if (!read_labels(label, nc, clip_tolerance, r)) out.problem = r.problem.reason;
   out.boxes = std::move(r.record.boxes);
+  out.segments = std::move(r.record.segments);
   out.warnings = std::move(r.warnings);
   out.duplicates = r.duplicates;
   return out;

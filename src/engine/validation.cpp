@@ -194,6 +194,11 @@ TrainConfig val_config(const std::vector<std::string>& args) {
 
 ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
   const io::ModelWeights weights = load_val_weights(cfg);
+  if (ends_with(weights.model_yaml, "-seg.yaml")) {
+    throw ConfigError("model=" + cfg.model + " is a segmentation model (" + weights.model_yaml +
+                      "): yolotrain reads and runs its network, but its mask validation is not built yet; "
+                      "validate detection models only for now");
+  }
   use_cpu_threads(intra_op_threads(cfg.threads));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml))

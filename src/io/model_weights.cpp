@@ -187,7 +187,11 @@ std::string scale_from_weights(const lc::NamedTensors& tensors, const std::strin
 
 std::string model_yaml_from_weights(const lc::NamedTensors& tensors, const std::string& scale,
                                     const std::string& source) {
-  return family_from_weights(tensors) + (scale.empty() ? scale_from_weights(tensors, source) : scale) + ".yaml";
+  // A Segment head has the Proto: yolo11n-seg.yaml.
+  const bool segment = std::any_of(tensors.begin(), tensors.end(),
+                                   [](const auto& t) { return t.first.find(".proto.cv1.") != std::string::npos; });
+  return family_from_weights(tensors) + (scale.empty() ? scale_from_weights(tensors, source) : scale) +
+         (segment ? "-seg" : "") + ".yaml";
 }
 
 std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {

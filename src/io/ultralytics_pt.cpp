@@ -21,7 +21,8 @@ namespace {
 // layer kinds accept (nn::LayerKind::pt_classes).
 bool supported_module(const std::string& cls) {
   static const std::set<std::string> torch_modules = {
-      "torch.nn.modules.conv.Conv2d",        "torch.nn.modules.batchnorm.BatchNorm2d",
+      "torch.nn.modules.conv.Conv2d",        "torch.nn.modules.conv.ConvTranspose2d",
+      "torch.nn.modules.batchnorm.BatchNorm2d",
       "torch.nn.modules.activation.SiLU",    "torch.nn.modules.pooling.MaxPool2d",
       "torch.nn.modules.upsampling.Upsample", "torch.nn.modules.container.Sequential",
       "torch.nn.modules.container.ModuleList", "torch.nn.modules.linear.Identity"};
@@ -177,11 +178,12 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
                 "state dict? export it as .safetensors instead)");
   }
   const std::string cls = model->class_name();
-  const std::string wanted = ".DetectionModel";  // ultralytics.nn.tasks.DetectionModel (RTDETR..., not)
-  if (cls.rfind("ultralytics.", 0) != 0 || !detail::has_suffix(cls, wanted)) {
+  // ultralytics.nn.tasks.DetectionModel and SegmentationModel (not RTDETRDetectionModel, PoseModel, ...)
+  if (cls.rfind("ultralytics.", 0) != 0 ||
+      !(detail::has_suffix(cls, ".DetectionModel") || detail::has_suffix(cls, ".SegmentationModel"))) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
-                "; yolotrain reads detection models (ultralytics.nn.tasks.DetectionModel: YOLOv8, YOLO11, YOLO26) "
-                "only");
+                "; yolotrain reads detection and segmentation models (ultralytics.nn.tasks.DetectionModel, "
+                "SegmentationModel: YOLOv8, YOLO11, YOLO26 and their -seg) only");
   }
   ModelReader reader(file);
   reader.collect(model, "", out.state_dict);

@@ -55,17 +55,35 @@ void copy_tensors(torch::nn::Module& from, torch::nn::Module& to) {
   for (const auto& b : src_b) dst_b[b.key()].copy_(b.value());
 }
 
+// Builds what `build` registers without drawing from the default generator: Ultralytics makes the
+// one-to-one branches by copy.deepcopy, which draws no random numbers.
+template <class Build>
+void without_drawing(Build build) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  at::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());  // not held while building: drawing takes it
+    state = gen.get_state();
+  }
+  build();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
 // Detect.get_topk_index + postprocess (8.4, not agnostic, one group): the k anchors with the best
-// class score, then the best k (anchor, class) pairs among them.
-at::Tensor top_k_detections(const at::Tensor& preds, int64_t nc, int64_t max_det) {
-  const auto parts = preds.split_with_sizes({4, nc}, -1);
+// class score, then the best k (anchor, class) pairs among them; Segment.postprocess gathers the
+// anchors' nm mask coefficients too.
+at::Tensor top_k_detections(const at::Tensor& preds, int64_t nc, int64_t nm, int64_t max_det) {
+  const auto parts = preds.split_with_sizes({4, nc, nm}, -1);
   const int64_t k = std::min<int64_t>(max_det, preds.size(1));
   const at::Tensor ori_index = std::get<1>(std::get<0>(parts[1].max(-1)).topk(k, 1)).unsqueeze(-1);
   const at::Tensor scores = parts[1].gather(1, ori_index.expand({-1, -1, nc}));
   auto [best, index] = scores.flatten(1).topk(k, 1);
   const at::Tensor idx = ori_index.gather(1, index.div(nc, "floor").unsqueeze(-1));
   const at::Tensor boxes = parts[0].gather(1, idx.expand({-1, -1, 4}));
-  return at::cat({boxes, best.unsqueeze(-1), index.remainder(nc).unsqueeze(-1).to(best.scalar_type())}, -1);
+  std::vector<at::Tensor> out = {boxes, best.unsqueeze(-1), index.remainder(nc).unsqueeze(-1).to(best.scalar_type())};
+  if (nm > 0) out.push_back(parts[2].gather(1, idx.expand({-1, -1, nm})));
+  return at::cat(out, -1);
 }
 
 }  // namespace
@@ -92,20 +110,40 @@ void DetectImpl::reset() {
   dfl = o.reg_max() > 1 ? register_module("dfl", DFL(o.reg_max())) : nullptr;
   one2one_cv2 = one2one_cv3 = nullptr;
   if (o.end2end()) {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    at::Tensor state;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());  // not held while building: drawing takes it
-      state = gen.get_state();
-    }
-    build(one2one_cv2, one2one_cv3, "one2one_");
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(state);
-    }
+    without_drawing([&] { build(one2one_cv2, one2one_cv3, "one2one_"); });
     copy_tensors(*cv2, *one2one_cv2);
     copy_tensors(*cv3, *one2one_cv3);
   }
+  proto = nullptr;
+  cv4 = one2one_cv4 = nullptr;
+  if (o.nm() > 0) build_mask_branch();
+}
+
+// Segment.__init__ after Detect's: Proto(ch[0], npr, nm), cv4, one2one_cv4 = deepcopy(cv4);
+// Segment26 then replaces the Proto by Proto26(ch, npr, nm, nc): both draw, in that order.
+void DetectImpl::build_mask_branch() {
+  const auto& o = options;
+  if (o.npr() < 1) throw Error("Segment: npr must be positive, got " + std::to_string(o.npr()));
+  ProtoOptions proto_options(o.ch(), o.npr(), o.nm());
+  proto = register_module("proto", Proto(proto_options));
+  const int64_t c4 = std::max<int64_t>(o.ch()[0] / 4, o.nm());
+  auto build = [&](torch::nn::ModuleList& list, const std::string& name) {
+    list = register_module(name, torch::nn::ModuleList());
+    for (int64_t c : o.ch()) list->push_back(branch(c, c4, o.nm()));
+  };
+  build(cv4, "cv4");
+  if (o.end2end()) {
+    without_drawing([&] { build(one2one_cv4, "one2one_cv4"); });
+    copy_tensors(*cv4, *one2one_cv4);
+  }
+  if (o.proto26()) proto = replace_module("proto", Proto(proto_options.nc(o.nc()).multi_scale(true)));
+}
+
+at::Tensor DetectImpl::mask_coefficients(const torch::nn::ModuleList& branch_list, const std::vector<at::Tensor>& xs) {
+  const int64_t b = xs[0].size(0);
+  std::vector<at::Tensor> levels;
+  for (size_t i = 0; i < xs.size(); ++i) levels.push_back(run_branch(*branch_list->ptr(i), xs[i]).view({b, options.nm(), -1}));
+  return at::cat(levels, 2);
 }
 
 std::vector<at::Tensor> DetectImpl::run(const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls,
@@ -125,13 +163,21 @@ std::vector<at::Tensor> DetectImpl::run(const torch::nn::ModuleList& box, const 
 std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) { return run(cv2, cv3, xs); }
 
 HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
-  HeadOutputs out{forward(xs), {}};
+  HeadOutputs out;
+  out.one2many = forward(xs);
+  if (segments()) {
+    out.mask_coefficients = mask_coefficients(cv4, xs);
+    ProtoOutputs p = proto->forward(xs);
+    out.proto = std::move(p.proto);
+    out.semantic = std::move(p.semantic);
+  }
   if (!end2end()) return out;
   std::vector<at::Tensor> in(xs);
   if (is_training()) {
     for (auto& x : in) x = x.detach();
   }
   out.one2one = run(one2one_cv2, one2one_cv3, in);
+  if (segments()) out.one2one_mask_coefficients = mask_coefficients(one2one_cv4, in);
   return out;
 }
 
@@ -152,9 +198,15 @@ at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw, bool xyxy) {
 }
 
 at::Tensor DetectImpl::inference(const HeadOutputs& heads) {
-  if (!end2end()) return decode(heads.one2many);
+  const auto with_masks = [&](at::Tensor decoded, const at::Tensor& coefficients) {
+    if (!segments()) return decoded;
+    if (!coefficients.defined()) throw Error("Segment::inference: the mask coefficients are missing");
+    return at::cat({decoded, coefficients}, 1);
+  };
+  if (!end2end()) return with_masks(decode(heads.one2many), heads.mask_coefficients);
   if (heads.one2one.empty()) throw Error("Detect::inference: the end-to-end head needs its one-to-one outputs");
-  return top_k_detections(decode(heads.one2one, true).permute({0, 2, 1}), options.nc(), options.max_det());
+  return top_k_detections(with_masks(decode(heads.one2one, true), heads.one2one_mask_coefficients).permute({0, 2, 1}),
+                          options.nc(), options.nm(), options.max_det());
 }
 
 void DetectImpl::bias_init() {

@@ -47,7 +47,9 @@ void DetectionModelImpl::build() {
   std::vector<int64_t> ch;  // output channels of each layer
   for (const detail::LayerDef& row : def.layers) {
     const std::string ctx = detail::row_context(def, row);
-    if (!layers_.empty() && layers_.back().kind->rules.head) throw Error(ctx + "Detect must be the last layer");
+    if (!layers_.empty() && layers_.back().kind->rules.head) {
+      throw Error(ctx + "the head (" + layers_.back().kind->name + ") must be the last layer");
+    }
     const LayerKind* kind = find_layer_kind(row.module);
     if (kind == nullptr) {
       throw Error(ctx + "unknown module '" + row.module + "'; yolotrain knows " + layer_kind_names());
@@ -69,7 +71,7 @@ void DetectionModelImpl::build() {
     ch.push_back(built.c2);
   }
   if (layers_.empty() || !layers_.back().kind->rules.head) {
-    throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect layer");
+    throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect or Segment layer");
   }
   nc_ = head()->options.nc();
 }
@@ -79,13 +81,14 @@ void DetectionModelImpl::probe_and_initialise() {
   // settings, then bias_init(), then eps 1e-3 / momentum 0.03 on every BatchNorm2d. Up to 8.3 the
   // probe ran in train mode and left running_mean 0, running_var 0.9, num_batches_tracked 1 in
   // every BatchNorm; 8.4 runs it with the layers in eval mode ("avoid changing batch statistics").
+  // The whole head runs, as Ultralytics' forward does (a Segment's Proto too).
   const bool was_training = is_training();
   train(!builds_like_84(options.ultralytics()));
   const int64_t s = 256;
   std::vector<at::Tensor> out;
   {
     torch::NoGradGuard no_grad;
-    out = forward(at::zeros({1, options.ch(), s, s}));
+    out = forward_heads(at::zeros({1, options.ch(), s, s})).one2many;
   }
   strides_.clear();
   for (const auto& o : out) strides_.push_back(static_cast<double>(s) / static_cast<double>(o.size(2)));
@@ -151,7 +154,7 @@ std::vector<at::Tensor> DetectionModelImpl::head_inputs(const at::Tensor& x) {
     prev = layers_[i].kind->forward(*model[i], in);
     if (layers_[i].keep) saved[i] = prev;
   }
-  throw Error("DetectionModel::forward: the model has no Detect layer");
+  throw Error("DetectionModel::forward: the model has no head (Detect, Segment) layer");
 }
 
 at::Tensor DetectionModelImpl::predict(const at::Tensor& x) { return head()->inference(forward_heads(x)); }

@@ -11,6 +11,7 @@
 
 #include "model_def.hpp"
 #include "yolotrain/error.hpp"
+#include "yolotrain/nn/detect.hpp"
 #include "yolotrain/nn/layer_kind.hpp"
 
 namespace yolotrain::nn::detail {
@@ -70,5 +71,10 @@ LayerKind c2psa_kind();
 LayerKind upsample_kind();
 LayerKind concat_kind();
 LayerKind detect_kind();
+LayerKind segment_kind();
+LayerKind segment26_kind();
+
+/// A Detect row's options (also the start of a Segment row's).
+DetectOptions detect_options(const LayerRow& row);
 
 }  // namespace yolotrain::nn::detail

@@ -75,9 +75,9 @@ int64_t count_layers(DetectionModelImpl& model) {
     if (const auto* conv = m->as<ConvImpl>(); conv != nullptr && conv->act.is_empty()) ++layers;
   }
   if (model.head()->dfl.is_empty()) ++layers;
-  // Ultralytics builds the one-to-one branch by copy.deepcopy(cv2 / cv3): each copy brings its own
-  // instance of the shared SiLU.
-  if (silu && !model.head()->one2one_cv2.is_empty()) layers += 2;
+  // Ultralytics builds the one-to-one branch by copy.deepcopy(cv2 / cv3, and a Segment's cv4): each
+  // copy brings its own instance of the shared SiLU.
+  if (silu && !model.head()->one2one_cv2.is_empty()) layers += model.head()->one2one_cv4.is_empty() ? 2 : 3;
   return layers + (silu ? 1 : 0);
 }
 

@@ -63,6 +63,11 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.names = w.names;
   m.description = w.description;
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
+  if (m.net->task() == "segment") {
+    throw Error("predict: " + weights.string() + " is a segmentation model (" + w.model_yaml +
+                "): its masks are not predicted yet (nn::DetectionModel::forward_heads gives the prototypes and "
+                "coefficients); predict with a detection model");
+  }
   if (!options.end2end) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
   options.imgsz_w = nn::check_imgsz(options.imgsz_w, m.net->max_stride());

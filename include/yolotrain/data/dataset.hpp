@@ -25,6 +25,10 @@ struct ImageRecord {
   int width = 0;        ///< after EXIF orientation
   int orientation = 1;  ///< EXIF orientation tag
   std::vector<Box> boxes;  ///< empty: a background image
+  /// Polygon labels (`class x1 y1 x2 y2 ...`, Ultralytics' segmentation format): the outline of
+  /// each box, boxes[i] being its bounding box (Ultralytics' segments2boxes), as normalized
+  /// x, y pairs; empty when the label file holds boxes.
+  std::vector<std::vector<float>> segments;
   std::int64_t sample = -1;  ///< in a memory_dataset(): the SampleSource index; -1: the file `image`
 };
 
@@ -63,6 +67,7 @@ struct ScanOptions {
 /// One label file as scan_images() reads it (read_label_file()).
 struct LabelFile {
   std::vector<Box> boxes;             ///< unique boxes, clipped to [0, 1]
+  std::vector<std::vector<float>> segments;  ///< each box's polygon (polygon labels), else empty
   std::string problem;                ///< why the file is refused ("line 3: ..."); empty when usable
   std::vector<std::string> warnings;  ///< clipped boxes, duplicates removed
   std::size_t duplicates = 0;
@@ -70,6 +75,9 @@ struct LabelFile {
 
 /// Reads and validates a YOLO label file (`cls xc yc w h` per line, normalised) for `nc` classes:
 /// what scan_images() does for each image's labels. A missing file is a background (no boxes).
+/// A file with a line of more than 6 columns holds polygons (`cls x1 y1 x2 y2 ...`, at least 3
+/// points), as Ultralytics decides: every line must then be one, and each box is its polygon's
+/// bounding box.
 LabelFile read_label_file(const std::filesystem::path& label, int nc, float clip_tolerance = 0.01f);
 
 class SampleSource;

@@ -53,8 +53,8 @@ std::string family_from_weights(const lifecycle::NamedTensors& tensors);
 /// yolotrain::Error naming `source` for weights without `model.0.conv.weight` or of another width.
 std::string scale_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
 
-/// The model YAML name for weights ("yolo11n.yaml"): family_from_weights() + `scale` (from the
-/// weights when empty).
+/// The model YAML name for weights ("yolo11n.yaml", "yolo11n-seg.yaml" when they hold a Proto):
+/// family_from_weights() + `scale` (from the weights when empty).
 std::string model_yaml_from_weights(const lifecycle::NamedTensors& tensors, const std::string& scale,
                                     const std::string& source);
 

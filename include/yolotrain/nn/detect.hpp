@@ -10,6 +10,7 @@
 
 #include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/nn/block.hpp"
+#include "yolotrain/nn/proto.hpp"
 
 namespace yolotrain::nn {
 
@@ -32,19 +33,36 @@ struct DetectOptions {
   TORCH_ARG(int64_t, max_det) = 300;
   /// bias_init()'s box bias: 2.0 since Ultralytics 8.4, 1.0 before.
   TORCH_ARG(double, box_bias) = 2.0;
+  /// Mask coefficients per anchor: 0 for detection (Ultralytics' Detect); Ultralytics' Segment has
+  /// nm (32), with a Proto making as many prototypes and a mask-coefficient branch `cv4`.
+  TORCH_ARG(int64_t, nm) = 0;
+  /// Hidden channels of the Proto (Ultralytics' npr, 256 scaled by the width).
+  TORCH_ARG(int64_t, npr) = 256;
+  /// YOLO26-seg's Segment26: its Proto is Proto26 (all levels, a semantic branch).
+  TORCH_ARG(bool, proto26) = false;
 };
 
 /// The raw outputs of both branches, per level [B, 4*reg_max + nc, H_i, W_i]; `one2one` is empty
-/// unless the head is end-to-end (and that mode is on).
+/// unless the head is end-to-end (and that mode is on). A segmentation head adds each branch's
+/// mask coefficients [B, nm, A] (anchors level by level, as the levels flatten), the prototypes
+/// [B, nm, 2*H3, 2*W3] both branches share (Ultralytics' one-to-one loss reads them detached) and,
+/// for YOLO26-seg in training, the semantic logits [B, nc, H3, W3]; all undefined for detection.
 struct HeadOutputs {
   std::vector<at::Tensor> one2many;
   std::vector<at::Tensor> one2one;
+  at::Tensor mask_coefficients;
+  at::Tensor one2one_mask_coefficients;
+  at::Tensor proto;
+  at::Tensor semantic;
 };
 
 /// Ultralytics' Detect head. Children `cv2` (box branch per level: Conv3x3, Conv3x3, Conv2d 1x1 ->
 /// 4*reg_max), `cv3` (class branch: Conv3x3, Conv3x3, Conv2d 1x1 -> nc; not legacy:
 /// [DWConv3x3, Conv1x1], [DWConv3x3, Conv1x1], Conv2d 1x1 -> nc), `dfl` (none when reg_max is 1:
 /// Ultralytics' nn.Identity) and, end-to-end, `one2one_cv2` / `one2one_cv3`.
+/// With nm > 0 it is Ultralytics' Segment (Segment26 with proto26), which adds `proto` and `cv4`
+/// (mask coefficients per level: Conv3x3, Conv3x3, Conv2d 1x1 -> nm) and, end-to-end,
+/// `one2one_cv4`: one class, so that the trainer, EMA, exporters and predictor meet one head type.
 class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
  public:
   explicit DetectImpl(const DetectOptions& options);
@@ -64,7 +82,8 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
 
   /// What Ultralytics' eval forward returns: end-to-end, [B, min(max_det, A), 6] = x1 y1 x2 y2,
   /// score, class from the one-to-one branch's top-k (Detect.postprocess); otherwise decode() of the
-  /// one-to-many branch, [B, 4+nc, A], for NMS.
+  /// one-to-many branch, [B, 4+nc, A], for NMS. A segmentation head appends the nm mask
+  /// coefficients: [B, k, 6+nm] and [B, 4+nc+nm, A] (Segment._inference / postprocess).
   at::Tensor inference(const HeadOutputs& heads);
 
   /// Ultralytics' bias_init() on every branch: box biases `box_bias`, class biases
@@ -79,6 +98,8 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
 
   /// Outputs per anchor: 4*reg_max + nc.
   int64_t no() const { return options.nc() + 4 * options.reg_max(); }
+  /// True for a segmentation head (nm > 0).
+  bool segments() const { return options.nm() > 0; }
 
   DetectOptions options;
   /// Stride of each level (empty until set).
@@ -88,8 +109,15 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   DFL dfl{nullptr};
   torch::nn::ModuleList one2one_cv2{nullptr};
   torch::nn::ModuleList one2one_cv3{nullptr};
+  /// Segmentation only (empty for detection).
+  Proto proto{nullptr};
+  torch::nn::ModuleList cv4{nullptr};
+  torch::nn::ModuleList one2one_cv4{nullptr};
 
  private:
+  void build_mask_branch();
+  /// [B, nm, A]: a mask-coefficient branch over the levels.
+  at::Tensor mask_coefficients(const torch::nn::ModuleList& branch, const std::vector<at::Tensor>& xs);
   std::vector<at::Tensor> run(const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls,
                               const std::vector<at::Tensor>& xs);
   bool end2end_on_ = true;

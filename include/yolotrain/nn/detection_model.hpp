@@ -38,7 +38,8 @@ struct DetectionModelOptions {
 };
 
 /// A YOLO detection model (YOLOv8, YOLO11, YOLO26) built from a model YAML in Ultralytics' schema; the same network as
-/// Ultralytics' DetectionModel, tensor for tensor: the layers are the children `model.0` ...
+/// Ultralytics' DetectionModel, tensor for tensor (with a Segment head, its SegmentationModel:
+/// yolov8n-seg.yaml, yolo11n-seg.yaml, yolo26n-seg.yaml; task() says which): the layers are the children `model.0` ...
 /// `model.N`, so state-dict names, order, shapes and dtypes are Ultralytics' (see state_dict()).
 /// Construction runs a probe forward of zeros(1, ch, 256, 256) to find the strides (8.3: in train
 /// mode; 8.4: BatchNorm in eval mode), then Detect's bias_init() and BatchNorm eps 1e-3 / momentum
@@ -76,6 +77,8 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   int64_t max_stride() const;
   /// Number of classes.
   int64_t nc() const { return nc_; }
+  /// Ultralytics' task name, from the head: "segment" (a Segment head) or "detect".
+  std::string task() const { return head()->segments() ? "segment" : "detect"; }
   /// Class names (from the options, else "0" ... "nc-1").
   std::vector<std::string> names() const;
   /// The scale used ("n", "s", ...; empty when the YAML has no scales).

@@ -222,3 +222,73 @@ TEST_CASE("scan: a damaged or cut labels cache is never trusted, a changed image
   CHECK_FALSE(added.report.from_cache);
   CHECK(added.records.size() == 6);
 }
+
+// Ultralytics' verify_image_label: a file with a line longer than 6 columns holds polygons, each
+// box is its polygon's bounding box (segments2boxes); coco128-seg describes coco128's instances.
+TEST_CASE("scan: coco128-seg's polygons give coco128's boxes, and the cache keeps them", "[data][scan]") {
+  const fs::path seg_root = shared_dataset("coco128-seg"), det_root = shared_dataset("coco128");
+  if (seg_root.empty() || det_root.empty()) {
+    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
+    return;
+  }
+  TempDir dir;
+  ScanOptions opt;
+  opt.cache_path = dir / "val.cache";
+  const Dataset seg = load_split(load_data_yaml(seg_root / "data.yaml"), "val", opt);
+  const Dataset det = load_split(load_data_yaml(det_root / "data.yaml"), "val", no_cache());
+  CHECK(seg.report.images == 25);
+  CHECK(seg.report.boxes == 112);  // PROVENANCE.md
+  CHECK(seg.report.corrupt.empty());
+  REQUIRE(seg.records.size() == det.records.size());
+  for (std::size_t i = 0; i < seg.records.size(); ++i) {
+    const ImageRecord &s = seg.records[i], &d = det.records[i];
+    REQUIRE(s.boxes.size() == d.boxes.size());
+    REQUIRE(s.segments.size() == s.boxes.size());
+    CHECK(d.segments.empty());
+    for (std::size_t k = 0; k < s.boxes.size(); ++k) {
+      CHECK(s.boxes[k].cls == d.boxes[k].cls);
+      CHECK(s.boxes[k].w == Approx(d.boxes[k].w).margin(2e-3));  // IoU >= 0.9997 (PROVENANCE.md)
+      CHECK(s.boxes[k].x == Approx(d.boxes[k].x).margin(2e-3));
+      const auto& p = s.segments[k];
+      REQUIRE(p.size() >= 6);
+      float x1 = 1, x2 = 0;
+      for (std::size_t j = 0; j < p.size(); j += 2) x1 = std::min(x1, p[j]), x2 = std::max(x2, p[j]);
+      CHECK(s.boxes[k].w == Approx(x2 - x1).margin(1e-6));
+    }
+  }
+  const Dataset again = load_split(load_data_yaml(seg_root / "data.yaml"), "val", opt);
+  CHECK(again.report.from_cache);
+  for (std::size_t i = 0; i < seg.records.size(); ++i) CHECK(again.records[i].segments == seg.records[i].segments);
+}
+
+TEST_CASE("scan: bad polygon label files are skipped with the reason", "[data][scan]") {
+  TempDir dir;
+  const fs::path im = dir / "images/train", lb = dir / "labels/train";
+  for (const char* n : {"tri", "odd", "one", "box", "far", "cls"}) write_jpeg(im / (std::string(n) + ".jpg"));
+  write_text(lb / "tri.txt", "1 0.1 0.1 0.5 0.1 0.3 0.6\n0 0.6 0.6 0.9 0.6 0.9 0.9 0.6 0.9\n");
+  write_text(lb / "odd.txt", "0 0.1 0.1 0.5 0.1 0.3 0.6 0.2\n");
+  write_text(lb / "one.txt", "0 0.1 0.1 0.5 0.1 0.3 0.6\n0 0.1 0.1\n");
+  write_text(lb / "box.txt", "0 0.1 0.1 0.5 0.1 0.3 0.6\n1 0.5 0.5 0.2 0.2\n");
+  write_text(lb / "far.txt", "0 0.1 0.1 1.5 0.1 0.3 0.6\n");
+  write_text(lb / "cls.txt", "7 0.1 0.1 0.5 0.1 0.3 0.6\n");
+  write_text(dir / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a, b, c]\n");
+  const Dataset ds = load_split(load_data_yaml(dir / "data.yaml"), "train", no_cache());
+  const ScanReport& r = ds.report;
+  CHECK(r.images == 1);
+  CHECK(has_problem(r, "odd.txt", "line 1: 7 coordinates after the class, an odd number"));
+  CHECK(has_problem(r, "one.txt", "line 2: a polygon needs at least 3 points, got 1"));
+  CHECK(has_problem(r, "box.txt", "line 2: 5 columns, a box (class x_center y_center width height) or a 2-point "
+                                  "polygon among polygons"));
+  CHECK(has_problem(r, "far.txt", "line 1: point 2 out of [0, 1]"));
+  CHECK(has_problem(r, "cls.txt", "class 7"));
+  REQUIRE(ds.records.size() == 1);
+  const ImageRecord& tri = ds.records[0];
+  REQUIRE(tri.boxes.size() == 2);
+  CHECK(tri.boxes[0].cls == 1);
+  CHECK(tri.boxes[0].x == Approx(0.3f));
+  CHECK(tri.boxes[0].y == Approx(0.35f));
+  CHECK(tri.boxes[0].w == Approx(0.4f));
+  CHECK(tri.boxes[0].h == Approx(0.5f));
+  CHECK(tri.segments[0] == std::vector<float>{0.1f, 0.1f, 0.5f, 0.1f, 0.3f, 0.6f});
+  CHECK(tri.segments[1].size() == 8);
+}
