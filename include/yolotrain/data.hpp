@@ -7,6 +7,7 @@
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/data/loader.hpp"
+#include "yolotrain/data/masks.hpp"
 #include "yolotrain/data/rng.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/error.hpp"

@@ -5,4 +5,6 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
+#include "yolotrain/loss/e2e_loss.hpp"
+#include "yolotrain/loss/segmentation_loss.hpp"
 #include "yolotrain/loss/task_aligned_assigner.hpp"

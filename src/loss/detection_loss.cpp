@@ -234,16 +234,21 @@ std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const Box
 
 LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
                                      const Targets& targets) const {
+  const DetectionTerms t = terms(feats, targets);
+  return {t.loss.sum() * feats[0].size(0), t.loss.detach()};
+}
+
+DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const Targets& targets) const {
   check_feats(feats);
   const int64_t batch_size = feats[0].size(0);
   const LevelParts parts = split_levels(feats, options_.nc, options_.reg_max);
   const at::TensorOptions options = feats[0].options().requires_grad(false);
-  const at::Tensor imgsz =
-      at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
+  DetectionTerms out;
+  out.imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
   const auto [anchor_points, stride_tensor] = nn::make_anchors(feats, options_.strides, 0.5);
   const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
 
-  const at::Tensor gt = preprocess(targets, batch_size, imgsz);
+  const at::Tensor gt = preprocess(targets, batch_size, out.imgsz);
   at::Tensor loss_box = at::zeros({}, options), loss_dfl = loss_box, loss_cls;
   if (gt.size(1) == 0) {  // no boxes in the batch: every target score is 0, tss = max(0, 1)
     loss_cls = class_loss(parts.logits, nullptr);
@@ -251,7 +256,7 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
     const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
     const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
     const at::Tensor pred_distri = anchors_last(parts.distri);  // [B, A, 4 * reg_max]
-    Assignment a;
+    Assignment& a = out.assignment;
     {
       RECORD_FUNCTION("yolotrain::loss::assign", std::vector<c10::IValue>());
       at::NoGradGuard no_grad;
@@ -264,13 +269,12 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
     loss_cls = class_loss(parts.logits, &pos) / tss;
     if (a.fg_mask.any().item<bool>()) {
       const BoxInputs in{pred_distri,     anchors, strides,   a.target_bboxes / strides,
-                         a.anchor_scores, tss,     a.fg_mask, imgsz};
+                         a.anchor_scores, tss,     a.fg_mask, out.imgsz};
       std::tie(loss_box, loss_dfl) = bbox_loss(*this, in, options_.reg_max);
     }
   }
-  const at::Tensor loss =
-      at::stack({loss_box * gains_.box, loss_cls * gains_.cls, loss_dfl * gains_.dfl});
-  return {loss.sum() * batch_size, loss.detach()};
+  out.loss = at::stack({loss_box * gains_.box, loss_cls * gains_.cls, loss_dfl * gains_.dfl});
+  return out;
 }
 
 }  // namespace yolotrain::loss

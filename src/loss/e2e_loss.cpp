@@ -12,16 +12,11 @@ namespace {
 
 constexpr double kInitialO2m = 0.8, kFinalO2m = 0.1, kTotal = 1.0;
 
-DetectionLossOptions with_topk(DetectionLossOptions o, std::int64_t topk, std::int64_t topk2) {
-  o.tal_topk = topk;
-  o.tal_topk2 = topk2;
-  return o;
-}
 
 }  // namespace
 
 E2ELoss::E2ELoss(DetectionLossOptions options, LossGains gains, std::int64_t epochs)
-    : one2many_(with_topk(options, 10, 0), gains), one2one_(with_topk(options, 7, 1), gains), epochs_(epochs) {
+    : one2many_(options.with_topk(10, 0), gains), one2one_(options.with_topk(7, 1), gains), epochs_(epochs) {
   if (epochs < 1) throw Error("E2ELoss: epochs must be at least 1, got " + std::to_string(epochs));
 }
 
@@ -32,14 +27,16 @@ double E2ELoss::o2m_after(std::int64_t updates, std::int64_t epochs) {
          kFinalO2m;
 }
 
+E2EWeights E2EWeights::at_epoch(std::int64_t epoch, std::int64_t epochs) {
+  if (epoch == 0) return {kInitialO2m, kTotal - kInitialO2m};  // __init__: decay() not applied yet (same value)
+  const double o2m = E2ELoss::o2m_after(epoch, epochs);
+  return {o2m, std::max(kTotal - o2m, 0.0)};
+}
+
 void E2ELoss::set_epoch(std::int64_t epoch) {
-  if (epoch == 0) {  // __init__: o2o = total - o2m, decay() not applied yet (same value)
-    o2m_ = kInitialO2m;
-    o2o_ = kTotal - kInitialO2m;
-    return;
-  }
-  o2m_ = o2m_after(epoch, epochs_);
-  o2o_ = std::max(kTotal - o2m_, 0.0);
+  const E2EWeights w = E2EWeights::at_epoch(epoch, epochs_);
+  o2m_ = w.o2m;
+  o2o_ = w.o2o;
 }
 
 LossOutput E2ELoss::operator()(const std::vector<at::Tensor>& one2many, const std::vector<at::Tensor>& one2one,

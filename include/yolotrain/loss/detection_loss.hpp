@@ -37,12 +37,27 @@ struct DetectionLossOptions {
 
   /// `model`'s head: its strides, nc and reg_max, topk 10, no topk2, no STAL.
   static DetectionLossOptions of(const nn::DetectionModel& model);
+  /// A copy with the assigner's topk and topk2 replaced (an end-to-end head's branches).
+  DetectionLossOptions with_topk(int64_t topk, int64_t topk2) const {
+    DetectionLossOptions o = *this;
+    o.tal_topk = topk;
+    o.tal_topk2 = topk2;
+    return o;
+  }
 };
 
 /// The result of DetectionLoss.
 struct LossOutput {
   at::Tensor total;  ///< scalar, items.sum() * batch_size, with gradient
   at::Tensor items;  ///< [3] detached: box * gain.box, cls * gain.cls, dfl * gain.dfl (or l1)
+};
+
+/// The detection terms of a batch and the assignment behind them: what a task's own terms build on
+/// (the segmentation loss's mask term reads the positives and their boxes).
+struct DetectionTerms {
+  at::Tensor loss;        ///< [3] box * gain.box, cls * gain.cls, dfl (or l1) * gain.dfl, with gradient
+  Assignment assignment;  ///< the assigner's result (its tensors undefined when the batch has no boxes)
+  at::Tensor imgsz;       ///< (h, w) of the network input, pixels
 };
 
 /// The YOLOv8 detection loss, as Ultralytics 8.2.82's v8DetectionLoss: TaskAlignedAssigner
@@ -64,6 +79,8 @@ class DetectionLoss {
   /// order). targets: the batch's boxes. Throws yolotrain::Error when shapes disagree or a
   /// target's image index or class is out of range.
   LossOutput operator()(const std::vector<at::Tensor>& feats, const Targets& targets) const;
+  /// The same terms, not summed, with the assignment (Ultralytics' get_assigned_targets_and_loss).
+  DetectionTerms terms(const std::vector<at::Tensor>& feats, const Targets& targets) const;
 
   const DetectionLossOptions& options() const { return options_; }
   const LossGains& gains() const { return gains_; }

@@ -9,6 +9,14 @@
 
 namespace yolotrain::loss {
 
+/// The weights of an end-to-end head's two branch losses at an epoch: Ultralytics' E2ELoss o2m
+/// and o2o after `epoch` update()s of a run of `epochs` (ProgLoss, below).
+struct E2EWeights {
+  double o2m = 0.8;
+  double o2o = 1.0 - 0.8;
+  static E2EWeights at_epoch(std::int64_t epoch, std::int64_t epochs);
+};
+
 /// Ultralytics 8.4's E2ELoss, the loss of an end-to-end head (YOLO26): the v8 detection loss of
 /// the one-to-many branch (assigner topk 10) and of the one-to-one branch (topk 7, topk2 1),
 /// weighted o2m and o2o = 1 - o2m. o2m starts at 0.8 and falls linearly to 0.1 over the run's
