@@ -9,5 +9,6 @@
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/data/masks.hpp"
 #include "yolotrain/data/rng.hpp"
+#include "yolotrain/data/segments.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/error.hpp"

@@ -10,6 +10,7 @@
 
 #include "augment_into.hpp"
 #include "opencv_view.hpp"
+#include "yolotrain/data/segments.hpp"
 
 namespace yolotrain::data {
 namespace {
@@ -20,11 +21,41 @@ using detail::view;
 
 constexpr double kPi = 3.14159265358979323846;
 
+// Outlines as Ultralytics' Instances.scale then add_padding: float32 products, then float32 sums.
 void scale_boxes(std::vector<PixelBox>& boxes, double sx, double sy, double dx = 0, double dy = 0) {
   for (auto& b : boxes) {
     b.x1 = static_cast<float>(b.x1 * sx + dx), b.x2 = static_cast<float>(b.x2 * sx + dx);
     b.y1 = static_cast<float>(b.y1 * sy + dy), b.y2 = static_cast<float>(b.y2 * sy + dy);
+    for (size_t i = 0; i < b.segment.size(); i += 2) {
+      b.segment[i] = b.segment[i] * static_cast<float>(sx) + static_cast<float>(dx);
+      b.segment[i + 1] = b.segment[i + 1] * static_cast<float>(sy) + static_cast<float>(dy);
+    }
   }
+}
+
+// RandomPerspective.apply_segments + Instances.clip for one outline: transformed in float64
+// (xy @ M.T, then / z), its box from segment_box, the points clipped to the box and to (w, h).
+PixelBox warp_segment(const PixelBox& b, const cv::Matx33d& M, int w, int h) {
+  std::vector<double> xy(b.segment.size());
+  for (size_t i = 0; i < xy.size(); i += 2) {
+    const double x = b.segment[i], y = b.segment[i + 1];
+    const double z = M(2, 0) * x + M(2, 1) * y + M(2, 2);
+    xy[i] = (M(0, 0) * x + M(0, 1) * y + M(0, 2)) / z;
+    xy[i + 1] = (M(1, 0) * x + M(1, 1) * y + M(1, 2)) / z;
+  }
+  const auto box = segment_box(xy, w, h);
+  PixelBox out{b.cls};
+  const double lo[2] = {std::clamp(box[0], 0.0, double(w)), std::clamp(box[1], 0.0, double(h))};
+  const double hi[2] = {std::clamp(box[2], 0.0, double(w)), std::clamp(box[3], 0.0, double(h))};
+  out.x1 = static_cast<float>(lo[0]), out.y1 = static_cast<float>(lo[1]);
+  out.x2 = static_cast<float>(hi[0]), out.y2 = static_cast<float>(hi[1]);
+  out.segment.resize(xy.size());
+  for (size_t i = 0; i < xy.size(); ++i) {
+    const int a = static_cast<int>(i % 2);
+    const double v = std::clamp(std::clamp(xy[i], box[a], box[a + 2]), 0.0, a == 0 ? double(w) : double(h));
+    out.segment[i] = static_cast<float>(v);
+  }
+  return out;
 }
 
 Image resized(const Image& img, int w, int h, int interp) {
@@ -143,10 +174,17 @@ TileRect mosaic_place(Labelled& canvas, const Image& img, const std::vector<Pixe
     placed = {x1a, y1a, x2a - x1a, y2a - y1a};
   }
   const int padw = x1a - x1b, padh = y1a - y1b;
-  for (PixelBox b : boxes) {
-    b.x1 = std::clamp(b.x1 + padw, 0.f, 2.f * s), b.x2 = std::clamp(b.x2 + padw, 0.f, 2.f * s);
-    b.y1 = std::clamp(b.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(b.y2 + padh, 0.f, 2.f * s);
-    if ((b.x2 - b.x1) * (b.y2 - b.y1) > 0) canvas.boxes.push_back(b);
+  for (const PixelBox& from : boxes) {
+    PixelBox b{from.cls};
+    b.x1 = std::clamp(from.x1 + padw, 0.f, 2.f * s), b.x2 = std::clamp(from.x2 + padw, 0.f, 2.f * s);
+    b.y1 = std::clamp(from.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(from.y2 + padh, 0.f, 2.f * s);
+    if ((b.x2 - b.x1) * (b.y2 - b.y1) <= 0) continue;
+    b.segment.resize(from.segment.size());  // add_padding, then the mosaic's clip
+    for (size_t k = 0; k < from.segment.size(); k += 2) {
+      b.segment[k] = std::clamp(from.segment[k] + static_cast<float>(padw), 0.f, 2.f * s);
+      b.segment[k + 1] = std::clamp(from.segment[k + 1] + static_cast<float>(padh), 0.f, 2.f * s);
+    }
+    canvas.boxes.push_back(std::move(b));
   }
   return placed;
 }
@@ -202,12 +240,15 @@ void detail::random_perspective_into(const Labelled& s, Labelled& out, const Aug
     out.image = s.image;
   }
   out.boxes.clear();
+  // Ultralytics: with polygon labels the boxes come from the outlines, and a box may keep as
+  // little as 1 % of its area.
+  const bool outlines = std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
   for (const auto& b : s.boxes) {
-    const PixelBox nb = warp_box(b, M, perspective, width, height);
-    PixelBox before = b;  // Ultralytics compares against the boxes scaled by s
-    before.x1 *= static_cast<float>(sc), before.x2 *= static_cast<float>(sc);
-    before.y1 *= static_cast<float>(sc), before.y2 *= static_cast<float>(sc);
-    if (box_candidate(before, nb)) out.boxes.push_back(nb);
+    PixelBox nb = b.segment.empty() ? warp_box(b, M, perspective, width, height) : warp_segment(b, M, width, height);
+    PixelBox before{b.cls};  // Ultralytics compares against the boxes scaled by s
+    before.x1 = b.x1 * static_cast<float>(sc), before.x2 = b.x2 * static_cast<float>(sc);
+    before.y1 = b.y1 * static_cast<float>(sc), before.y2 = b.y2 * static_cast<float>(sc);
+    if (box_candidate(before, nb, 2, 100, outlines ? 0.01 : 0.1)) out.boxes.push_back(std::move(nb));
   }
 }
 
@@ -244,6 +285,7 @@ void random_flip(Labelled& s, const AugmentConfig& cfg, Rng& rng) {
     for (auto& b : s.boxes) {
       const float y1 = h - b.y2, y2 = h - b.y1;
       b.y1 = y1, b.y2 = y2;
+      for (size_t k = 1; k < b.segment.size(); k += 2) b.segment[k] = h - b.segment[k];
     }
   }
   if (rng.uniform() < cfg.fliplr) {
@@ -252,6 +294,7 @@ void random_flip(Labelled& s, const AugmentConfig& cfg, Rng& rng) {
     for (auto& b : s.boxes) {
       const float x1 = w - b.x2, x2 = w - b.x1;
       b.x1 = x1, b.x2 = x2;
+      for (size_t k = 0; k < b.segment.size(); k += 2) b.segment[k] = w - b.segment[k];
     }
   }
 }

@@ -17,6 +17,7 @@
 #include "opencv_view.hpp"
 #include "pipeline.hpp"
 #include "yolotrain/error.hpp"
+#include "yolotrain/data/masks.hpp"
 #include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace yolotrain::data {
@@ -27,8 +28,40 @@ namespace detail {
 struct Slot {
   std::vector<PixelBox> boxes;
   LetterboxInfo info;
+  at::Tensor masks;     ///< with mask_ratio: [h, w] (overlap) or [n, h, w], float32
+  at::Tensor semantic;  ///< with mask_ratio: [h, w] float32
   std::exception_ptr error;
 };
+
+/// Ultralytics' Format._format_segments and its sem_masks: the slot's masks from its outlines at
+/// 1 / ratio of (h, w); with overlap the boxes take the index mask's order.
+void format_masks(Slot& slot, int h, int w, int ratio, bool overlap) {
+  Polygons outlines;
+  std::vector<float> classes;
+  for (const PixelBox& b : slot.boxes) {
+    if (b.segment.empty()) {
+      throw Error("a box without an outline: segmentation needs polygon labels (class x1 y1 x2 y2 ...) for every "
+                  "instance");
+    }
+    outlines.push_back(b.segment);
+    classes.push_back(static_cast<float>(b.cls));
+  }
+  if (!overlap) {
+    slot.masks = polygons_to_masks(h, w, outlines, ratio).to(at::kFloat);
+    slot.semantic = semantic_from_masks(slot.masks, at::tensor(classes));
+    return;
+  }
+  OverlapMask om = polygons_to_overlap_mask(h, w, outlines, ratio);
+  std::vector<PixelBox> ordered;
+  std::vector<float> ordered_classes;
+  for (int64_t k : om.order) {
+    ordered.push_back(std::move(slot.boxes[static_cast<size_t>(k)]));
+    ordered_classes.push_back(classes[static_cast<size_t>(k)]);
+  }
+  slot.boxes = std::move(ordered);
+  slot.semantic = semantic_from_overlap(om.mask, at::tensor(ordered_classes));
+  slot.masks = om.mask.to(at::kFloat);
+}
 
 }  // namespace detail
 
@@ -115,6 +148,7 @@ struct Loader::Impl {
       const std::size_t k = t.pos % opt.batch;
       to_chw(im, t.img.data_ptr<std::uint8_t>() + k * im.pixels.size());
       slot.boxes = std::move(buffers.sample.boxes);
+      if (opt.mask_ratio > 0) detail::format_masks(slot, im.height, im.width, opt.mask_ratio, opt.overlap_mask);
     } catch (const std::exception& e) {
       const std::size_t record = order[t.pos];
       slot.error = std::make_exception_ptr(Error("data loader: sample " + std::to_string(global(t.pos)) + " of epoch " +
@@ -281,6 +315,15 @@ std::optional<Batch> Loader::next() {
   b.batch_idx = at::from_blob(idx.data(), {n}, at::kFloat).clone();
   b.cls = at::from_blob(cls.data(), {n, 1}, at::kFloat).clone();
   b.bboxes = at::from_blob(boxes.data(), {n, 4}, at::kFloat).clone();
+  if (d.opt.mask_ratio > 0) {  // Ultralytics' collate: cat for masks, stack for sem_masks
+    std::vector<at::Tensor> masks, semantic;
+    for (const Slot& s : slots) {
+      masks.push_back(d.opt.overlap_mask ? s.masks.unsqueeze(0) : s.masks);
+      semantic.push_back(s.semantic);
+    }
+    b.masks = at::cat(masks);
+    b.sem_masks = at::stack(semantic);
+  }
   return b;
 }
 

@@ -7,12 +7,15 @@
 #include <optional>
 
 #include "augment_into.hpp"
+#include "yolotrain/data/segments.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::data::detail {
 namespace {
 
 constexpr std::uint64_t kOrderStream = ~0ull;
+/// Ultralytics' segment_resamples for detection and segmentation datasets.
+constexpr int kSegmentPoints = 1000;
 
 /// The batch of all ranks together (batch * world_size).
 std::size_t global_batch(const LoaderOptions& opt) {
@@ -58,8 +61,16 @@ Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<Recent
     l.owned = decode_resized(ctx, record);
   }
   const float w = static_cast<float>(l.image().width), h = static_cast<float>(l.image().height);
-  for (const Box& b : ctx.dataset->records[record].boxes)
+  const ImageRecord& rec = ctx.dataset->records[record];
+  for (size_t k = 0; k < rec.boxes.size(); ++k) {
+    const Box& b = rec.boxes[k];
     l.boxes.push_back({b.cls, (b.x - b.w / 2) * w, (b.y - b.h / 2) * h, (b.x + b.w / 2) * w, (b.y + b.h / 2) * h});
+    if (k < rec.segments.size()) {  // update_labels_info: 1000 points, then denormalize (float32)
+      std::vector<float> outline = resample_segment(rec.segments[k], kSegmentPoints);
+      for (size_t i = 0; i < outline.size(); i += 2) outline[i] *= w, outline[i + 1] *= h;
+      l.boxes.back().segment = std::move(outline);
+    }
+  }
   return l;
 }
 

@@ -23,10 +23,13 @@ struct AugmentConfig {
   double mixup = 0.0;        ///< probability of mixup
 };
 
-/// A box in pixels (corners) with its class, as augmentations carry them.
+/// A box in pixels (corners) with its class, as augmentations carry them, and its outline when the
+/// labels are polygons: x y pairs in pixels (resampled to 1000 points, as Ultralytics does), which
+/// the augmentations move with the box and from which random_perspective() recomputes the box.
 struct PixelBox {
   int cls = 0;
   float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+  std::vector<float> segment;  ///< empty for a box label
 };
 
 /// An image with its boxes in pixels.
@@ -60,7 +63,9 @@ Labelled mosaic4(const std::vector<Labelled>& four, int imgsz, Rng& rng);
 /// Ultralytics' RandomPerspective: M = T*S*R*P*C (degrees, translate, scale, shear, perspective),
 /// warpAffine/warpPerspective with fill 114 to an output of (h + 2*border, w + 2*border), boxes
 /// transformed by their 4 corners, clipped, then filtered by box_candidates (w, h > 2 px, area
-/// ratio > 0.1, aspect < 100).
+/// ratio > 0.1, aspect < 100). A box with an outline takes the box of its transformed outline
+/// inside the output (apply_segments, segment_box), the outline clipped to that box and to the
+/// output; the area-ratio threshold is then 0.01, as Ultralytics' for polygon labels.
 void random_perspective(Labelled& sample, const AugmentConfig& cfg, Rng& rng, int border = 0);
 
 /// Ultralytics' RandomHSV: LUTs on the HSV channels with gains 1 + uniform(-1, 1) * (h, s, v).

@@ -44,6 +44,13 @@ struct LoaderOptions {
   /// process with batch * world_size. world_size 1 reads the whole order, as before.
   int rank = 0;
   int world_size = 1;
+  /// Instance masks for segmentation (Ultralytics' Format with return_mask): each batch gets
+  /// `masks` at 1 / mask_ratio of its size, built from the boxes' outlines (data/masks.hpp); 0: no
+  /// masks (detection). The labels must be polygons.
+  int mask_ratio = 0;
+  /// One index mask per image, larger instances first (true, Ultralytics' default), or one mask
+  /// per instance.
+  bool overlap_mask = true;
   /// When set, a next() waiting for workers returns nothing as soon as the token asks to stop
   /// (the caller tells that from an epoch end by token->stop_requested()). Not owned.
   const lifecycle::ControlToken* token = nullptr;
@@ -55,6 +62,12 @@ struct Batch {
   at::Tensor batch_idx;  ///< float32 [N]
   at::Tensor cls;        ///< float32 [N,1]
   at::Tensor bboxes;     ///< float32 [N,4], normalized xywh
+  /// With LoaderOptions::mask_ratio: float32 [B, h, w] index masks (overlap_mask; each image's
+  /// boxes are then in the masks' order, larger first) or [N, h, w] 0/1 masks, one per box;
+  /// h, w = the batch's size / mask_ratio. Undefined without.
+  at::Tensor masks;
+  /// With mask_ratio: float32 [B, h, w], the class of each pixel (YOLO26-seg's semantic target).
+  at::Tensor sem_masks;
   std::vector<std::string> im_file;
   std::vector<std::pair<int, int>> ori_shape;      ///< (h, w) of the source image
   std::vector<std::pair<int, int>> resized_shape;  ///< (h, w) of the batch image
