@@ -1,6 +1,6 @@
 # Ultralytics 8.4.117's own resample_segments and segment2box on fixed polygons: yolotrain's reference
 # for data::resample_segment and data::segment_box (tests/unit/data/segments_test.cpp). Run with
-# Ultralytics 8.4.117 importable (docs/data.md, "Polygon labels"):
+# Ultralytics 8.4.117 importable (as scripts/ultralytics84_loss.py; docs/data.md, "Augmentations"):
 #   python3 scripts/ultralytics84_segments.py tests/unit/data/data/ultralytics84_segments.json
 import json, math, sys
 

@@ -242,7 +242,8 @@ void detail::random_perspective_into(const Labelled& s, Labelled& out, const Aug
   out.boxes.clear();
   // Ultralytics: with polygon labels the boxes come from the outlines, and a box may keep as
   // little as 1 % of its area.
-  const bool outlines = std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+  const bool outlines =
+      std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
   for (const auto& b : s.boxes) {
     PixelBox nb = b.segment.empty() ? warp_box(b, M, perspective, width, height) : warp_segment(b, M, width, height);
     PixelBox before{b.cls};  // Ultralytics compares against the boxes scaled by s

@@ -21,7 +21,8 @@ void check_size(int64_t h, int64_t w, int64_t ratio) {
 }
 
 cv::Mat fill(int64_t h, int64_t w, const std::vector<float>& polygon, std::uint8_t color) {
-  if (polygon.size() % 2 != 0) throw Error("masks: a polygon needs x y pairs, got " + std::to_string(polygon.size()) + " values");
+  if (polygon.size() % 2 != 0)
+    throw Error("masks: a polygon needs x y pairs, got " + std::to_string(polygon.size()) + " values");
   cv::Mat mask = cv::Mat::zeros(static_cast<int>(h), static_cast<int>(w), CV_8UC1);
   std::vector<cv::Point> points;
   for (size_t i = 0; i < polygon.size(); i += 2) {  // np.asarray(..., dtype=np.int32): truncation

@@ -14,6 +14,7 @@
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/metrics/masks.hpp"
 #include "yolotrain/metrics/nms.hpp"
 #include "yolotrain/metrics/validator.hpp"
 #include "yolotrain/nn/memory_format.hpp"
@@ -38,13 +39,32 @@ std::vector<metrics::ImageInfo> image_infos(const data::Batch& b) {
   return infos;
 }
 
-// Ultralytics' row: "%22s" + "%11i" * 2 + "%11.3g" * 4.
+// Ultralytics' row: "%22s" + "%11i" * 2 + "%11.3g" * 4 (8 with masks).
 std::string table_row(const std::string& name, std::int64_t images, std::int64_t instances,
-                      const std::array<double, 4>& v) {
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), "%22s%11lld%11lld%11.3g%11.3g%11.3g%11.3g\n", name.c_str(),
-                static_cast<long long>(images), static_cast<long long>(instances), v[0], v[1], v[2], v[3]);
-  return buf;
+                      const std::vector<double>& v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%22s%11lld%11lld", name.c_str(), static_cast<long long>(images),
+                static_cast<long long>(instances));
+  std::string row = buf;
+  for (double x : v) {
+    std::snprintf(buf, sizeof(buf), "%11.3g", x);
+    row += buf;
+  }
+  return row + "\n";
+}
+
+// One image's predictions and labels into the validator; with prototypes, their masks too
+// (SegmentationValidator.postprocess and _prepare_batch).
+void update_image(metrics::Validator& validator, const at::Tensor& pred, const data::Batch& b, std::int64_t i,
+                  const metrics::ImageInfo& info, const at::Tensor& proto, bool overlap) {
+  const std::array<std::int64_t, 2> imgsz{b.img.size(2), b.img.size(3)};
+  const at::Tensor mine = b.batch_idx == static_cast<float>(i);
+  const at::Tensor cls = b.cls.reshape({-1}).index({mine}), boxes = b.bboxes.index({mine});
+  if (!proto.defined()) return validator.update(pred, cls, boxes, imgsz, info);
+  const at::Tensor pred_masks = metrics::process_mask(proto, pred.slice(1, 6), pred.slice(1, 0, 4), imgsz);
+  const at::Tensor gt = overlap ? b.masks[i] : b.masks.index({mine});
+  const at::Tensor gt_masks = metrics::label_masks(gt, cls.size(0), overlap, {proto.size(1), proto.size(2)});
+  validator.update(pred.slice(1, 0, 6), cls, boxes, imgsz, info, pred_masks, gt_masks);
 }
 
 std::int64_t at_or_zero(const std::vector<std::int64_t>& v, std::int64_t i) {
@@ -60,13 +80,29 @@ std::string ValidationReport::table(bool per_class) const {
   std::int64_t instances = 0;
   for (auto n : instances_per_class) instances += n;
   std::string out = header;
-  out += table_row("all", images, instances, {metrics.mp, metrics.mr, metrics.map50, metrics.map});
+  if (mask_metrics) {  // SegmentationValidator's header: Box(P R mAP50 mAP50-95) Mask(P R mAP50 mAP50-95)
+    char more[64];
+    std::snprintf(more, sizeof(more), "%11s%11s%11s%11s\n", "Mask(P", "R", "mAP50", "mAP50-95)");
+    out = out.substr(0, out.size() - 1) + more;
+  }
+  const auto figures = [&](const metrics::DetMetrics& m, std::optional<std::size_t> i) {
+    return i ? std::vector<double>{m.p[*i], m.r[*i], m.ap50[*i], m.ap[*i]}
+             : std::vector<double>{m.mp, m.mr, m.map50, m.map};
+  };
+  const auto row_figures = [&](std::optional<std::size_t> i) {
+    std::vector<double> v = figures(metrics, i);
+    if (mask_metrics) {
+      const std::vector<double> m = figures(*mask_metrics, i);
+      v.insert(v.end(), m.begin(), m.end());
+    }
+    return v;
+  };
+  out += table_row("all", images, instances, row_figures(std::nullopt));
   if (!per_class || names.size() < 2) return out;
   for (std::size_t i = 0; i < metrics.ap_class_index.size(); ++i) {
     const std::int64_t c = metrics.ap_class_index[i];
     const std::string name = c >= 0 && static_cast<std::size_t>(c) < names.size() ? names[c] : std::to_string(c);
-    out += table_row(name, at_or_zero(images_per_class, c), at_or_zero(instances_per_class, c),
-                     {metrics.p[i], metrics.r[i], metrics.ap50[i], metrics.ap[i]});
+    out += table_row(name, at_or_zero(images_per_class, c), at_or_zero(instances_per_class, c), row_figures(i));
   }
   return out;
 }
@@ -88,6 +124,8 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   nms.multi_label = true;
   nms.agnostic = pass.agnostic;
   nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
+  const bool segment = pass.net->head()->segments();
+  if (segment) nms.nc = pass.net->nc();  // the mask coefficients ride along
   ValidationReport report;
   std::int64_t batches = 0;
   auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
@@ -104,15 +142,22 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     }
     ++batches;
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
-    for (auto& p : preds) p = p.to(torch::kCPU);
+    std::vector<at::Tensor> boxes;  // x1 y1 x2 y2 conf cls, without mask coefficients
+    for (auto& p : preds) p = p.to(torch::kCPU), boxes.push_back(p.slice(1, 0, 6));
     if (pass.plots && b->index < 3)
-      plots::plot_validation_batch(*pass.plots, *b, preds, pass.net->names(), pass.plot_dir, pass.max_det);
-    validator.update(preds, b->batch_idx, b->cls, b->bboxes, {b->img.size(2), b->img.size(3)}, image_infos(*b));
+      plots::plot_validation_batch(*pass.plots, *b, boxes, pass.net->names(), pass.plot_dir, pass.max_det);
+    const std::vector<metrics::ImageInfo> infos = image_infos(*b);
+    const at::Tensor proto = segment ? heads.proto.to(torch::kCPU, torch::kFloat) : at::Tensor();
+    for (std::size_t i = 0; i < preds.size(); ++i) {
+      update_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i],
+                   segment ? proto[static_cast<std::int64_t>(i)] : at::Tensor(), pass.overlap_mask);
+    }
   }
   if (was_training) pass.net->train();
   if (stopped()) return std::nullopt;  // a loader wait ended on the stop, or the loop broke: not validated
   for (auto& l : report.loss) l /= double(std::max<std::int64_t>(batches, 1));
   report.metrics = validator.finalize();
+  if (segment) report.mask_metrics = validator.finalize_masks();
   report.names = pass.net->names();
   report.images = validator.seen();
   report.instances_per_class = validator.nt_per_class();
@@ -194,11 +239,6 @@ TrainConfig val_config(const std::vector<std::string>& args) {
 
 ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token) {
   const io::ModelWeights weights = load_val_weights(cfg);
-  if (ends_with(weights.model_yaml, "-seg.yaml")) {
-    throw ConfigError("model=" + cfg.model + " is a segmentation model (" + weights.model_yaml +
-                      "): yolotrain reads and runs its network, but its mask validation is not built yet; "
-                      "validate detection models only for now");
-  }
   use_cpu_threads(intra_op_threads(cfg.threads));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
   if (!fs::is_regular_file(yaml))
@@ -230,11 +270,17 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.rect = true;
   opts.pin_memory = device.is_cuda();
   opts.token = token;
+  const bool segment = net->head()->segments();
+  if (segment) {
+    opts.mask_ratio = static_cast<int>(cfg.mask_ratio);
+    opts.overlap_mask = cfg.overlap_mask;
+  }
   data::Loader loader(set, opts);
   // The validation loss (v8DetectionLoss); none for an end-to-end head (Ultralytics' own `val`
-  // reports no loss at all; training's validation reports E2ELoss' one-to-one terms).
+  // reports no loss at all; training's validation reports E2ELoss' one-to-one terms) nor for a
+  // segmentation model.
   std::optional<loss::DetectionLoss> criterion;
-  if (!net->head()->options.end2end()) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  if (!net->head()->options.end2end() && !segment) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;
   fs::path save_dir;
   std::string folder_warning;  // a folder that cannot be made costs the pictures, not the validation
@@ -247,6 +293,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   ValidationPass pass{net,         &loader,        criterion ? &*criterion : nullptr, device, format, cfg.iou,
                       cfg.max_det, cfg.single_cls, token,      writer.get(), save_dir};
   pass.rules = rules_for(cfg.compat);
+  pass.overlap_mask = cfg.overlap_mask;
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
   if (!folder_warning.empty()) report->plot_warnings.push_back(folder_warning);

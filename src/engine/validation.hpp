@@ -17,7 +17,9 @@ namespace yolotrain::engine {
 
 /// One validation pass over a loader (as Ultralytics' DetectionValidator): eval mode, NMS at
 /// conf 0.001 with multi-label, statistics on the original image sizes, and the loss on the raw
-/// outputs when a criterion is given.
+/// outputs when a criterion is given. A segmentation model is validated as Ultralytics'
+/// SegmentationValidator does: each detection's mask from its coefficients and the prototypes
+/// (process_mask, at the prototypes' resolution), matched with the label masks by mask IoU.
 struct ValidationPass {
   nn::DetectionModel net;
   data::Loader* loader = nullptr;
@@ -34,6 +36,8 @@ struct ValidationPass {
   metrics::UltralyticsRules rules = metrics::UltralyticsRules::V84;
   /// The criterion takes the one-to-one branch (E2ELoss reports that branch's items).
   bool criterion_on_one2one = false;
+  /// A segmentation model (a Segment head; the loader gives masks): whether they are index masks.
+  bool overlap_mask = true;
 };
 
 /// The metrics' rules for compat= ("8.3" or "8.4").

@@ -123,19 +123,20 @@ std::vector<int64_t> class_groups(const at::Tensor& cls, int64_t* n_groups) {
   return std::vector<int64_t>(inverse.data_ptr<int64_t>(), inverse.data_ptr<int64_t>() + inverse.numel());
 }
 
-// One image's candidates [n, 6] (x1, y1, x2, y2, conf, cls) above the confidence threshold.
+// One image's candidates [n, 6 + extras] (x1, y1, x2, y2, conf, cls, extras) above the
+// confidence threshold.
 at::Tensor candidates(const at::Tensor& x, int64_t nc, const NmsOptions& o, bool multi_label) {
-  const at::Tensor box = x.slice(1, 0, 4), cls = x.slice(1, 4, 4 + nc);
+  const at::Tensor box = x.slice(1, 0, 4), cls = x.slice(1, 4, 4 + nc), extra = x.slice(1, 4 + nc);
   if (multi_label) {
     const auto ij = at::where(cls > o.conf);
     const at::Tensor& i = ij[0];
     const at::Tensor& j = ij[1];
-    return at::cat({box.index({i}), x.index({i, j + 4}).unsqueeze(1),
-                    j.unsqueeze(1).to(x.scalar_type())},
+    return at::cat({box.index({i}), x.index({i, j + 4}).unsqueeze(1), j.unsqueeze(1).to(x.scalar_type()),
+                    extra.index({i})},
                    1);
   }
   const auto [conf, j] = cls.max(1, true);
-  return at::cat({box, conf, j.to(x.scalar_type())}, 1).index({conf.view(-1) > o.conf});
+  return at::cat({box, conf, j.to(x.scalar_type()), extra}, 1).index({conf.view(-1) > o.conf});
 }
 
 }  // namespace
@@ -150,9 +151,9 @@ at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_thr
 }
 
 std::vector<at::Tensor> select_end2end(const at::Tensor& pred, const NmsOptions& o) {
-  if (pred.dim() != 3 || pred.size(2) != 6) {
+  if (pred.dim() != 3 || pred.size(2) < 6) {
     throw Error("non_max_suppression: expected an end-to-end head's detections [B, k, 6] (x1 y1 x2 y2, score, "
-                "class), got " + c10::str(pred.sizes()));
+                "class, then any mask coefficients), got " + c10::str(pred.sizes()));
   }
   std::optional<at::Tensor> classes;
   if (o.classes) classes = at::tensor(*o.classes, at::kLong).to(pred.device()).to(pred.scalar_type());
@@ -174,7 +175,11 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOpt
   if (o.max_det < 0 || o.max_nms < 1) {
     throw Error("non_max_suppression: max_det must be >= 0 and max_nms >= 1");
   }
-  const int64_t bs = pred.size(0), nc = pred.size(1) - 4;
+  const int64_t bs = pred.size(0), nc = o.nc > 0 ? o.nc : pred.size(1) - 4;
+  if (nc > pred.size(1) - 4) {
+    throw Error("non_max_suppression: nc " + std::to_string(nc) + " but only " + std::to_string(pred.size(1) - 4) +
+                " columns after the box");
+  }
   const bool multi_label = o.multi_label && nc > 1;
   const at::Tensor xc = pred.slice(1, 4, 4 + nc).amax(1) > o.conf;  // candidates [B, A]
   const at::Tensor p = pred.transpose(-1, -2);
@@ -182,7 +187,7 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOpt
   std::optional<at::Tensor> classes;
   if (o.classes) classes = at::tensor(*o.classes, at::kLong).to(pred.device());
 
-  std::vector<at::Tensor> output(static_cast<size_t>(bs), at::zeros({0, 6}, pred.options()));
+  std::vector<at::Tensor> output(static_cast<size_t>(bs), at::zeros({0, 6 + pred.size(1) - 4 - nc}, pred.options()));
   for (int64_t xi = 0; xi < bs; ++xi) {
     at::Tensor x = prediction[xi].index({xc[xi]});
     if (x.size(0) == 0) continue;

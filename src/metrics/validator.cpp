@@ -5,6 +5,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/metrics/ap.hpp"
+#include "yolotrain/metrics/masks.hpp"
 
 namespace yolotrain::metrics {
 
@@ -22,9 +23,11 @@ Validator::Validator(int64_t nc, UltralyticsRules rules) : nc_(nc), rules_(rules
   if (nc > 0) confusion_.emplace(nc);
 }
 
-void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
-                       const at::Tensor& gt_bboxes, std::array<int64_t, 2> imgsz,
-                       const ImageInfo& info) {
+void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, const at::Tensor& gt_bboxes,
+                       std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_masks,
+                       const at::Tensor& gt_masks) {
+  const bool masks = pred_masks.defined();
+  if (masks != gt_masks.defined()) throw Error("Validator::update: give both masks or neither");
   const at::Tensor pred = pred_in.defined() ? pred_in.cpu() : at::zeros({0, 6});
   if (pred.dim() != 2 || pred.size(1) < 6) {
     throw Error("Validator::update: predictions must be [n, 6] (x1, y1, x2, y2, conf, cls), got " +
@@ -47,6 +50,7 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
   if (npr == 0) {
     if (nl) {
       tp_.push_back(at::zeros({0, iouv_.numel()}, at::kBool));
+      if (masks) tp_masks_.push_back(at::zeros({0, iouv_.numel()}, at::kBool));
       conf_.push_back(at::zeros({0}));
       pred_cls_.push_back(at::zeros({0}));
       target_cls_.push_back(cls);
@@ -61,6 +65,14 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in,
   if (nl) tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, predn.slice(1, 0, 4)), iouv_);
   if (confusion_) confusion_->process_batch(predn, nl ? bbox : at::zeros({0, 4}), cls);
   tp_.push_back(tp);
+  if (masks) {
+    at::Tensor tp_m = at::zeros({npr, iouv_.numel()}, at::kBool);
+    if (nl) {
+      const at::Tensor iou = mask_iou(gt_masks.cpu().flatten(1).to(at::kFloat), pred_masks.cpu().flatten(1).to(at::kFloat));
+      tp_m = match_predictions(predn.select(1, 5), cls, iou, iouv_);
+    }
+    tp_masks_.push_back(tp_m);
+  }
   conf_.push_back(predn.select(1, 4).clone());
   pred_cls_.push_back(predn.select(1, 5).clone());
   target_cls_.push_back(cls);
@@ -90,10 +102,18 @@ DetMetrics Validator::finalize() const {
   return det_metrics(tp(), conf(), pred_cls(), target_cls(), rules_);
 }
 
+DetMetrics Validator::finalize_masks() const {
+  if (tp_masks_.size() != tp_.size()) throw Error("Validator::finalize_masks: the images were not given with masks");
+  return det_metrics(tp_masks(), conf(), pred_cls(), target_cls(), rules_);
+}
+
+at::Tensor Validator::tp_masks() const { return cat_or_empty(tp_masks_, {0, iouv_.numel()}, at::kBool); }
+
 void Validator::reset() {
   seen_ = 0;
   if (confusion_) confusion_.emplace(nc_);
   tp_.clear();
+  tp_masks_.clear();
   conf_.clear();
   pred_cls_.clear();
   target_cls_.clear();

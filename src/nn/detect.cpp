@@ -142,7 +142,8 @@ void DetectImpl::build_mask_branch() {
 at::Tensor DetectImpl::mask_coefficients(const torch::nn::ModuleList& branch_list, const std::vector<at::Tensor>& xs) {
   const int64_t b = xs[0].size(0);
   std::vector<at::Tensor> levels;
-  for (size_t i = 0; i < xs.size(); ++i) levels.push_back(run_branch(*branch_list->ptr(i), xs[i]).view({b, options.nm(), -1}));
+  for (size_t i = 0; i < xs.size(); ++i)
+    levels.push_back(run_branch(*branch_list->ptr(i), xs[i]).view({b, options.nm(), -1}));
   return at::cat(levels, 2);
 }
 

@@ -40,9 +40,10 @@ void ProtoImpl::reset() {
   feat_refine = register_module("feat_refine", torch::nn::ModuleList());
   for (size_t i = 1; i < o.ch().size(); ++i) feat_refine->push_back(Conv(ConvOptions(o.ch()[i], o.ch()[0])));
   feat_fuse = register_module("feat_fuse", Conv(ConvOptions(o.ch()[0], o.hidden(), 3)));
-  semseg = register_module("semseg", torch::nn::Sequential(Conv(ConvOptions(o.ch()[0], o.hidden(), 3)),
-                                                            Conv(ConvOptions(o.hidden(), o.hidden(), 3)),
-                                                            torch::nn::Conv2d(torch::nn::Conv2dOptions(o.hidden(), o.nc(), 1))));
+  semseg = register_module(
+      "semseg",
+      torch::nn::Sequential(Conv(ConvOptions(o.ch()[0], o.hidden(), 3)), Conv(ConvOptions(o.hidden(), o.hidden(), 3)),
+                            torch::nn::Conv2d(torch::nn::Conv2dOptions(o.hidden(), o.nc(), 1))));
 }
 
 ProtoOutputs ProtoImpl::forward(const std::vector<at::Tensor>& xs) {

@@ -65,6 +65,11 @@ struct TrainConfig {
   /// `val` of an end-to-end head (YOLO26): its one-to-one top-k (true), or the one-to-many branch
   /// with NMS (false; Ultralytics' end2end=False). Training and other heads ignore it.
   bool end2end = true;
+  /// Segmentation: one index mask per image, larger instances first (true), or one mask per
+  /// instance (Ultralytics' overlap_mask).
+  bool overlap_mask = true;
+  /// Segmentation: masks at 1 / mask_ratio of the input size (Ultralytics' mask_ratio).
+  std::int64_t mask_ratio = 4;
   bool plots = true;
   bool tensorboard = false;         ///< events.out.tfevents.* in the run folder (TensorBoardLogger)
   bool verbose = true;              ///< progress line per batch, per-class table at the end

@@ -17,6 +17,8 @@ namespace yolotrain::engine {
 /// The figures of one validation pass, as Ultralytics' DetectionValidator reports them.
 struct ValidationReport {
   metrics::DetMetrics metrics;
+  /// A segmentation model's mask metrics (Ultralytics' "(M)" figures); empty for detection.
+  std::optional<metrics::DetMetrics> mask_metrics;
   std::vector<std::string> names;            ///< class names
   std::int64_t images = 0;                   ///< images validated
   std::vector<std::int64_t> instances_per_class;  ///< labelled boxes per class
@@ -30,7 +32,7 @@ struct ValidationReport {
   /// validate() with plots: the pictures that could not be written ("<file> not written: ...").
   std::vector<std::string> plot_warnings;
   /// Ultralytics' table: the header, the "all" row and, with `per_class`, one row per class
-  /// seen in the labels.
+  /// seen in the labels; a segmentation model's has the Mask(P R mAP50 mAP50-95) columns too.
   std::string table(bool per_class = true) const;
 };
 

@@ -30,8 +30,12 @@ class Validator {
 
   /// One image. pred [n, 6] post-NMS rows (x1, y1, x2, y2, conf, cls) in pixels of the network
   /// input of size imgsz (h, w); gt_cls [m] (or [m, 1]); gt_bboxes [m, 4] normalized xywh.
+  /// Segmentation (Ultralytics' SegmentationValidator): also the predictions' masks [n, h, w]
+  /// (0/1, process_mask) and the labels' [m, h, w] (label_masks), matched by mask IoU for the
+  /// mask metrics (finalize_masks()); both or neither, for every image.
   void update(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
-              std::array<int64_t, 2> imgsz, const ImageInfo& info);
+              std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_masks = {},
+              const at::Tensor& gt_masks = {});
 
   /// A batch: preds[i] for image i (as non_max_suppression() returns them), the batch's target
   /// fields (batch_idx [N], cls [N, 1], normalized xywh bboxes [N, 4]) and one ImageInfo per
@@ -42,6 +46,10 @@ class Validator {
 
   /// The metrics of everything seen since construction or reset().
   DetMetrics finalize() const;
+  /// The mask metrics (images given with masks): the same predictions matched by mask IoU.
+  DetMetrics finalize_masks() const;
+  /// Accumulated mask matches [N, 10] (empty without masks).
+  at::Tensor tp_masks() const;
 
   /// Forgets everything.
   void reset();
@@ -67,7 +75,7 @@ class Validator {
   UltralyticsRules rules_;
   int64_t seen_ = 0;
   at::Tensor iouv_;
-  std::vector<at::Tensor> tp_, conf_, pred_cls_, target_cls_;
+  std::vector<at::Tensor> tp_, tp_masks_, conf_, pred_cls_, target_cls_;
   std::optional<ConfusionMatrix> confusion_;
 };
 

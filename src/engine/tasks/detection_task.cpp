@@ -78,7 +78,8 @@ class DetectionTask : public Task {
 
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
   if (model->task() == "segment") {
-    throw ConfigError("model=" + cfg.model + " is a segmentation model (a " + model->layer_kind(model->model->size() - 1).name +
+    throw ConfigError("model=" + cfg.model + " is a segmentation model (a " +
+                      model->layer_kind(model->model->size() - 1).name +
                       " head): yolotrain builds and runs its network, but training segmentation (mask labels, "
                       "the mask loss) is not built yet; train a detection model (e.g. yolo11n.yaml)");
   }

@@ -139,7 +139,8 @@ TEST_CASE("polygon masks equal Ultralytics 8.4's: overlap order, one per instanc
     CHECK(same_masks(each, separate.masks.masks.slice(0, first, first + n)));
     std::vector<float> original;
     for (const auto& row : polygons[i]) original.push_back(row[0].get<float>());
-    CHECK(same_masks(yd::semantic_from_masks(each, at::tensor(original)), separate.masks.semantic[static_cast<int64_t>(i)]));
+    CHECK(same_masks(yd::semantic_from_masks(each, at::tensor(original)),
+                     separate.masks.semantic[static_cast<int64_t>(i)]));
     first += n;
   }
 }

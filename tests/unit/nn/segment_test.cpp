@@ -54,7 +54,7 @@ TEST_CASE("the -seg models' summaries count Ultralytics 8.4's layers", "[nn][seg
   }
 }
 
-TEST_CASE("a Segment head gives mask coefficients and prototypes; Segment26 its semantic logits", "[nn][segment]") {
+TEST_CASE("a Segment head gives mask coefficients and prototypes, Segment26 its semantic logits", "[nn][segment]") {
   nn::DetectionModel v8(nn::DetectionModelOptions("yolov8n-seg.yaml").nc(3));
   CHECK(v8->head()->options.npr() == 64);  // 256 scaled by width 0.25
   const nn::HeadOutputs heads = v8->forward_heads(at::rand({2, 3, 128, 96}));
