@@ -68,7 +68,8 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, c
   if (masks) {
     at::Tensor tp_m = at::zeros({npr, iouv_.numel()}, at::kBool);
     if (nl) {
-      const at::Tensor iou = mask_iou(gt_masks.cpu().flatten(1).to(at::kFloat), pred_masks.cpu().flatten(1).to(at::kFloat));
+      const at::Tensor iou =
+          mask_iou(gt_masks.cpu().flatten(1).to(at::kFloat), pred_masks.cpu().flatten(1).to(at::kFloat));
       tp_m = match_predictions(predn.select(1, 5), cls, iou, iouv_);
     }
     tp_masks_.push_back(tp_m);

@@ -29,14 +29,14 @@ struct NmsOptions {
 /// NMS of pred [B, 4 + nc, A] (xywh pixels, then class scores), as Ultralytics'
 /// ops.non_max_suppression: returns one [n, 6] float tensor (x1, y1, x2, y2, conf, cls) per
 /// image in keep order (descending score, stable); with NmsOptions::nc and extra columns
-/// ([B, 4 + nc + nm, A], a Segment head), [n, 6 + nm], the extras after the class. Ultralytics' wall-clock time limit is not
-/// applied. Throws yolotrain::Error on a wrong shape.
+/// ([B, 4 + nc + nm, A], a Segment head), [n, 6 + nm], the extras after the class. Ultralytics'
+/// wall-clock time limit is not applied. Throws yolotrain::Error on a wrong shape.
 std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOptions& opts = {});
 
 /// What non_max_suppression() does for an end-to-end head (NmsOptions::end2end; Ultralytics 8.4's
 /// nms.non_max_suppression branch for `prediction.shape[-1] == 6 or end2end`): per image the rows
-/// of pred [B, k, 6] (or [B, k, 6 + nm] with mask coefficients) whose score is strictly above conf (and whose class is among `classes`), in
-/// their order, at most max_det.
+/// of pred [B, k, 6] (or [B, k, 6 + nm] with mask coefficients) whose score is strictly above
+/// conf (and whose class is among `classes`), in their order, at most max_det.
 std::vector<at::Tensor> select_end2end(const at::Tensor& pred, const NmsOptions& opts);
 
 /// torchvision.ops.nms on the CPU: indices (int64) of the kept boxes, highest score first;
