@@ -18,10 +18,11 @@ namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Images per second over three epochs (after a warm-up epoch, so cache=ram is measured filled).
-double loader_images_per_s(const yd::Dataset& ds, int imgsz, int workers, bool cache_ram) {
+/// Images per second over three epochs (after a warm-up epoch, so cache=ram is measured filled);
+/// mask_ratio > 0: a segmentation loader (masks with every batch).
+double loader_images_per_s(const yd::Dataset& ds, int imgsz, int workers, bool cache_ram, int mask_ratio = 0) {
   yd::LoaderOptions o;
-  o.batch = 16, o.imgsz = imgsz, o.workers = workers, o.cache_ram = cache_ram;
+  o.batch = 16, o.imgsz = imgsz, o.workers = workers, o.cache_ram = cache_ram, o.mask_ratio = mask_ratio;
   yd::Loader loader(ds, o);
   while (loader.next()) {
   }
@@ -73,6 +74,18 @@ int main(int argc, char** argv) {
   for (int imgsz : {320, 640})
     for (int workers : worker_counts)
       std::printf("%6d %8d %10.1f\n", imgsz, workers, loader_images_per_s(coco4, imgsz, workers, false));
+
+  // Segmentation: the same 103 images with polygon labels. Boxes only (coco128), outlines carried
+  // through the augmentations (coco128-seg, a detection loader), and masks built (mask_ratio 4),
+  // alternated twice so that drift shows.
+  const auto seg = yd::load_split(yd::load_data_yaml(shared / "datasets/coco128-seg/data.yaml"), "train", so);
+  std::printf("\nloader, coco128 boxes vs coco128-seg polygons, batch 16, default train augmentation, images/s\n");
+  std::printf("%6s %8s %12s %12s %12s\n", "imgsz", "workers", "boxes", "outlines", "masks");
+  for (int round = 0; round < 2; ++round)
+    for (int imgsz : {320, 640})
+      for (int workers : worker_counts)
+        std::printf("%6d %8d %12.1f %12.1f %12.1f\n", imgsz, workers, loader_images_per_s(coco, imgsz, workers, false),
+                    loader_images_per_s(seg, imgsz, workers, false), loader_images_per_s(seg, imgsz, workers, false, 4));
 
   const auto bccd = yd::list_images({shared / "datasets/bccd/images/train", shared / "datasets/bccd/images/val",
                                      shared / "datasets/bccd/images/test"});

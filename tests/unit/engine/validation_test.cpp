@@ -5,10 +5,15 @@
 
 #include "catch.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "test_support.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 
 namespace en = yolotrain::engine;
 
@@ -187,5 +192,60 @@ TEST_CASE("val of Ultralytics' coco128-seg checkpoints: masks validated, every f
     for (double v : r.metrics.mean_results()) CHECK(v == Approx(0).margin(1e-3));
     for (double v : r.mask_metrics->mean_results()) CHECK(v == Approx(0).margin(1e-3));
     CHECK(r.table(false).find("Mask(P") != std::string::npos);
+  }
+}
+
+// Ultralytics 8.4.117's own validation (scripts/ultralytics84_seg_val.py -> data/
+// ultralytics84_shapes_seg_<model>.json) of a checkpoint its own trainer wrote on shapes-seg
+// (scripts/ultralytics84_train_seg.py, 30 epochs at 160 px): box and mask P, R, mAP50, mAP50-95, all
+// and per class, to 1e-3. The checkpoints are Ultralytics' files and stay out of the project: the
+// test reads shapesseg_<model>/best.pt from $YOLOTRAIN_SEG_WEIGHTS or ../shared/weights/ultralytics
+// and checks its SHA-256 against the reference's; it says so and skips when neither has it.
+TEST_CASE("val of Ultralytics' own shapes-seg checkpoints gives Ultralytics' own box and mask figures",
+          "[engine][segment]") {
+  namespace fs = std::filesystem;
+  const fs::path data = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "shapes-seg" / "data.yaml";
+  for (const std::string model : {"yolo11n-seg", "yolov8n-seg", "yolo26n-seg"}) {
+    const fs::path ref_file = fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" /
+                              ("ultralytics84_shapes_seg_" + model + ".json");
+    if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
+    std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics" / ("shapesseg_" + model)};
+    if (const char* dir = std::getenv("YOLOTRAIN_SEG_WEIGHTS"))
+      places.insert(places.begin(), fs::path(dir) / ("shapesseg_" + model));
+    fs::path best;
+    for (const auto& p : places) {
+      if (fs::exists(p / "best.pt")) best = p / "best.pt";
+    }
+    if (best.empty() || !fs::exists(data)) {
+      WARN("skipped: no shapesseg_" << model << "/best.pt in $YOLOTRAIN_SEG_WEIGHTS nor " << places.back().string()
+                          << " (make it with scripts/ultralytics84_train_seg.py), or no " << data.string());
+      continue;
+    }
+    INFO(model << " " << best.string());
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+    yolotrain::test::TempDir tmp;
+    const en::ValidationReport r = en::validate(en::val_config(
+        {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
+         "plots=false", "project=" + tmp.path().string()}));
+    REQUIRE(r.mask_metrics);
+    const auto check = [](const yolotrain::metrics::DetMetrics& m, const nlohmann::json& f) {
+      for (int k = 0; k < 4; ++k) CHECK(m.mean_results()[k] == Approx(f["all"][k].get<double>()).margin(1e-3));
+      REQUIRE(m.ap50.size() == f["ap50"].size());
+      for (size_t c = 0; c < m.ap50.size(); ++c) {
+        CHECK(m.p[c] == Approx(f["p"][c].get<double>()).margin(1e-3));
+        CHECK(m.r[c] == Approx(f["r"][c].get<double>()).margin(1e-3));
+        CHECK(m.ap50[c] == Approx(f["ap50"][c].get<double>()).margin(1e-3));
+        CHECK(m.ap[c] == Approx(f["ap"][c].get<double>()).margin(1e-3));
+      }
+    };
+    {
+      INFO("box");
+      check(r.metrics, ref["box"]);
+    }
+    {
+      INFO("mask");
+      check(*r.mask_metrics, ref["mask"]);
+    }
   }
 }
