@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
     for (int imgsz : {320, 640})
       for (int workers : worker_counts)
         std::printf("%6d %8d %12.1f %12.1f %12.1f\n", imgsz, workers, loader_images_per_s(coco, imgsz, workers, false),
-                    loader_images_per_s(seg, imgsz, workers, false), loader_images_per_s(seg, imgsz, workers, false, 4));
+                    loader_images_per_s(seg, imgsz, workers, false),
+                    loader_images_per_s(seg, imgsz, workers, false, 4));
 
   const auto bccd = yd::list_images({shared / "datasets/bccd/images/train", shared / "datasets/bccd/images/val",
                                      shared / "datasets/bccd/images/test"});
