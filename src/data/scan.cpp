@@ -210,6 +210,19 @@ std::string stamp(const fs::path& p) {
          std::to_string(st.st_mtim.tv_nsec) + "\n";
 }
 
+/// Ultralytics' YOLODataset.get_labels: a split whose label files mix polygons and boxes trains on
+/// the boxes alone (its polygons dropped, with a warning); a segmentation run refuses it.
+void drop_segments_of_mixed_labels(Dataset& ds) {
+  std::size_t boxes = 0, segments = 0;
+  for (const auto& r : ds.records) boxes += r.boxes.size(), segments += r.segments.size();
+  if (segments == 0 || segments == boxes) return;
+  ds.report.warnings.push_back("Box and segment counts should be equal, but got " + std::to_string(segments) +
+                               " polygons and " + std::to_string(boxes) +
+                               " boxes: only the boxes will be used and the polygons are dropped. Give either a "
+                               "detection or a segmentation dataset, not one mixing box and polygon label files.");
+  for (auto& r : ds.records) r.segments.clear();
+}
+
 }  // namespace
 
 std::string ScanReport::summary() const {
@@ -257,6 +270,7 @@ Dataset scan_images(const std::vector<fs::path>& images, const std::vector<std::
     rep.duplicates += r.duplicates;
     detail::add_usable(ds, std::move(r.record));
   }
+  drop_segments_of_mixed_labels(ds);
   return ds;
 }
 

@@ -181,6 +181,17 @@ io::ModelWeights load_val_weights(const TrainConfig& cfg) {
   }
 }
 
+// A segmentation model needs an outline for every box (Ultralytics: "Segment dataset requires equal
+// numbers of boxes and segments").
+void require_polygons(const data::Dataset& set, const TrainConfig& cfg) {
+  std::size_t boxes = 0, outlines = 0;
+  for (const auto& r : set.records) boxes += r.boxes.size(), outlines += r.segments.size();
+  if (boxes == outlines) return;
+  throw ConfigError("data=" + cfg.data + ": a segmentation model needs polygon labels (class x1 y1 x2 y2 ...) for "
+                    "every instance, but the split has " + std::to_string(boxes) + " boxes and " +
+                    std::to_string(outlines) + " polygons; give a segmentation dataset (e.g. coco128-seg)");
+}
+
 // What Ultralytics' model.val() takes from a .pt's train_args: imgsz, single_cls, and the
 // dataset when it exists here.
 void take_ultralytics_args(const std::string& path, TrainConfig& cfg) {
@@ -271,6 +282,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.pin_memory = device.is_cuda();
   opts.token = token;
   const bool segment = net->head()->segments();
+  if (segment) require_polygons(set, cfg);
   if (segment) {
     opts.mask_ratio = static_cast<int>(cfg.mask_ratio);
     opts.overlap_mask = cfg.overlap_mask;

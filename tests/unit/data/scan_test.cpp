@@ -292,3 +292,19 @@ TEST_CASE("scan: bad polygon label files are skipped with the reason", "[data][s
   CHECK(tri.segments[0] == std::vector<float>{0.1f, 0.1f, 0.5f, 0.1f, 0.3f, 0.6f});
   CHECK(tri.segments[1].size() == 8);
 }
+
+TEST_CASE("scan: a split mixing polygon and box label files keeps the boxes and drops the polygons, saying so",
+          "[data][scan]") {
+  TempDir dir;
+  const fs::path im = dir / "images/train", lb = dir / "labels/train";
+  for (const char* n : {"poly", "box"}) write_jpeg(im / (std::string(n) + ".jpg"));
+  write_text(lb / "poly.txt", "0 0.1 0.1 0.5 0.1 0.3 0.6\n");
+  write_text(lb / "box.txt", "1 0.5 0.5 0.2 0.2\n");
+  write_text(dir / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n");
+  const Dataset ds = load_split(load_data_yaml(dir / "data.yaml"), "train", no_cache());
+  CHECK(ds.report.boxes == 2);
+  for (const auto& r : ds.records) CHECK(r.segments.empty());
+  CHECK(std::any_of(ds.report.warnings.begin(), ds.report.warnings.end(), [](const std::string& w) {
+    return w.find("got 1 polygons and 2 boxes: only the boxes will be used") != std::string::npos;
+  }));
+}

@@ -249,3 +249,17 @@ TEST_CASE("val of Ultralytics' own shapes-seg checkpoints gives Ultralytics' own
     }
   }
 }
+
+TEST_CASE("val of a segmentation model on box labels says it needs polygons", "[engine][segment]") {
+  namespace fs = std::filesystem;
+  const fs::path best = fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics/coco128seg_yolo11n-seg/best.pt";
+  const fs::path data = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets/coco128/data.yaml";
+  if (!fs::exists(best) || !fs::exists(data)) {
+    WARN("skipped: " << best.string() << " or " << data.string() << " is absent");
+    return;
+  }
+  yolotrain::test::TempDir tmp;
+  const en::TrainConfig cfg = en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=160",
+                                              "plots=false", "project=" + tmp.path().string()});
+  CHECK_THROWS_WITH(en::validate(cfg), Catch::Contains("needs polygon labels") && Catch::Contains("112 boxes and 0 polygons"));
+}
