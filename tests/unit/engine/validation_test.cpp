@@ -261,5 +261,6 @@ TEST_CASE("val of a segmentation model on box labels says it needs polygons", "[
   yolotrain::test::TempDir tmp;
   const en::TrainConfig cfg = en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=160",
                                               "plots=false", "project=" + tmp.path().string()});
-  CHECK_THROWS_WITH(en::validate(cfg), Catch::Contains("needs polygon labels") && Catch::Contains("112 boxes and 0 polygons"));
+  CHECK_THROWS_WITH(en::validate(cfg),
+                    Catch::Contains("needs polygon labels") && Catch::Contains("112 boxes and 0 polygons"));
 }
