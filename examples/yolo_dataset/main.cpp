@@ -1,6 +1,7 @@
 // yolo_dataset: check a YOLO dataset before a long run, or write the synthetic shapes dataset.
 //   yolo_dataset check DATA_YAML
-//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z]
+//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -16,7 +17,7 @@ namespace {
 
 int usage() {
   std::cerr << "usage: yolo_dataset check DATA_YAML\n"
-               "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z]\n";
+               "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments]\n";
   return 2;
 }
 
@@ -106,9 +107,11 @@ int check(const fs::path& yaml) {
   return ok ? 0 : 1;
 }
 
-int shapes(const std::vector<std::string>& args) {
+int shapes(std::vector<std::string> args) {
   if (args.empty()) return usage();
   yd::ShapesOptions o;
+  const auto flag = std::find(args.begin() + 1, args.end(), "--segments");  // polygon labels
+  if (flag != args.end()) o.segments = true, args.erase(flag);
   for (std::size_t i = 1; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return usage();
     char* end = nullptr;
@@ -125,8 +128,8 @@ int shapes(const std::vector<std::string>& args) {
   }
   try {
     const fs::path yaml = yd::write_shapes_dataset(args[0], o);
-    std::printf("wrote %s (%d train, %d val images of %d px, seed %llu)\n", yaml.string().c_str(), o.train, o.val,
-                o.imgsz, static_cast<unsigned long long>(o.seed));
+    std::printf("wrote %s (%d train, %d val images of %d px, seed %llu%s)\n", yaml.string().c_str(), o.train, o.val,
+                o.imgsz, static_cast<unsigned long long>(o.seed), o.segments ? ", polygon labels" : "");
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -76,6 +76,37 @@ void draw_shape(cv::Mat& m, int cls, const cv::Rect& box, const cv::Scalar& colo
   }
 }
 
+/// The outline of a shape of class `cls` inside `box`, vertices rounded to 1/16 px (what fillPoly
+/// draws with shift 4).
+std::vector<cv::Point2d> shape_polygon(int cls, const cv::Rect& box) {
+  const double x = box.x, y = box.y, w = box.width, h = box.height, cx = x + w / 2, cy = y + h / 2;
+  std::vector<cv::Point2d> p;
+  switch (cls) {
+    case 0: p = {{x, y}, {x + w, y}, {x + w, y + h}, {x, y + h}}; break;
+    case 1:
+      for (int k = 0; k < 32; ++k) {
+        const double a = 2 * 3.14159265358979323846 * k / 32;
+        p.emplace_back(cx + w / 2 * std::cos(a), cy + h / 2 * std::sin(a));
+      }
+      break;
+    case 2: p = {{x, y + h}, {x + w, y + h}, {cx, y}}; break;
+    default: {
+      const double tw = std::max(2.0, w / 3) / 2, th = std::max(2.0, h / 3) / 2;
+      p = {{cx - tw, y},      {cx + tw, y},      {cx + tw, cy - th}, {x + w, cy - th}, {x + w, cy + th}, {cx + tw, cy + th},
+           {cx + tw, y + h},  {cx - tw, y + h},  {cx - tw, cy + th}, {x, cy + th},     {x, cy - th},     {cx - tw, cy - th}};
+    }
+  }
+  for (auto& v : p) v = {std::round(v.x * 16) / 16, std::round(v.y * 16) / 16};
+  return p;
+}
+
+/// Fills the polygon exactly as its label describes it (vertices at 1/16 px, fillPoly shift 4).
+void fill_polygon(cv::Mat& m, const std::vector<cv::Point2d>& polygon, const cv::Scalar& colour) {
+  std::vector<cv::Point> fixed;
+  for (const auto& v : polygon) fixed.emplace_back(static_cast<int>(v.x * 16), static_cast<int>(v.y * 16));
+  cv::fillPoly(m, std::vector<std::vector<cv::Point>>{fixed}, colour, cv::LINE_8, 4);
+}
+
 /// A box of 18-45 % of the side in each direction, inside the image and clear of `taken` (a few
 /// tries; an empty rectangle when none fits).
 cv::Rect place_box(int side, const std::vector<cv::Rect>& taken, Rng& rng) {
@@ -90,10 +121,12 @@ cv::Rect place_box(int side, const std::vector<cv::Rect>& taken, Rng& rng) {
   return {};
 }
 
-// One image of the set and its shapes (class, pixel rectangle), drawn from `rng`.
+// One image of the set and its shapes (class, pixel rectangle, and the polygon it was filled from
+// in the segmentation variant), drawn from `rng`.
 struct Drawn {
   Image image;
   std::vector<std::pair<int, cv::Rect>> shapes;
+  std::vector<std::vector<cv::Point2d>> polygons;
 };
 
 // A drawn shape as YOLO's normalised x_center, y_center, width, height.
@@ -113,7 +146,12 @@ Drawn draw_image(const ShapesOptions& o, Rng& rng) {
     const cv::Rect box = place_box(s, taken, rng);
     if (box.empty()) continue;
     taken.push_back(box);
-    draw_shape(m, cls, box, vivid_colour(rng));
+    if (o.segments) {
+      d.polygons.push_back(shape_polygon(cls, box));
+      fill_polygon(m, d.polygons.back(), vivid_colour(rng));
+    } else {
+      draw_shape(m, cls, box, vivid_colour(rng));
+    }
     d.shapes.emplace_back(cls, box);
   }
   return d;
@@ -123,9 +161,19 @@ Drawn draw_image(const ShapesOptions& o, Rng& rng) {
 std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
   const Drawn d = draw_image(o, rng);
   std::string labels;
-  for (const auto& [cls, box] : d.shapes) {
-    const auto [x, y, w, h] = normalized(box, o.imgsz);
+  for (size_t k = 0; k < d.shapes.size(); ++k) {
+    const auto& [cls, box] = d.shapes[k];
     char line[96];
+    if (o.segments) {  // Ultralytics' segmentation format: class x1 y1 x2 y2 ..., normalized
+      labels += std::to_string(cls);
+      for (const auto& v : d.polygons[k]) {
+        std::snprintf(line, sizeof line, " %.6f %.6f", v.x / o.imgsz, v.y / o.imgsz);
+        labels += line;
+      }
+      labels += "\n";
+      continue;
+    }
+    const auto [x, y, w, h] = normalized(box, o.imgsz);
     std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, x, y, w, h);
     labels += line;
   }
@@ -174,7 +222,8 @@ fs::path write_shapes_dataset(const fs::path& out, const ShapesOptions& o) {
   write_split(out, "val", o.val, o);
   const fs::path yaml = out / "data.yaml";
   std::ofstream y(yaml, std::ios::binary | std::ios::trunc);
-  y << "# Synthetic shapes dataset written by yolotrain (seed " << o.seed << ").\n"
+  y << "# Synthetic shapes " << (o.segments ? "segmentation " : "") << "dataset written by yolotrain (seed " << o.seed
+    << ").\n"
     << "path: .\ntrain: images/train\nval: images/val\nnc: " << kClasses << "\nnames:\n";
   for (int i = 0; i < kClasses; ++i) y << "  " << i << ": " << kNames[i] << "\n";
   if (!y) throw Error(yaml.string() + ": cannot write");

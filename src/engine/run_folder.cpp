@@ -15,12 +15,16 @@ namespace yolotrain::engine {
 namespace fs = std::filesystem;
 
 fs::path data_yaml(const TrainConfig& cfg) {
-  if (cfg.data != "shapes" && !cfg.data.empty()) return cfg.data;
+  const bool segments = cfg.data == "shapes-seg";
+  if (cfg.data != "shapes" && !segments && !cfg.data.empty()) return cfg.data;
   // "-v2": the plainer set (issue 13); a folder written by an older yolotrain is left alone.
-  const fs::path dir = fs::path(cfg.project) / ".shapes-v2";
+  const fs::path dir = fs::path(cfg.project) / (segments ? ".shapes-seg" : ".shapes-v2");
   if (fs::exists(dir / "data.yaml")) return dir / "data.yaml";
-  std::cout << "data=shapes: writing the built-in synthetic dataset to " << dir.string() << std::endl;
-  return data::write_shapes_dataset(dir, data::ShapesOptions{});
+  std::cout << "data=" << (segments ? "shapes-seg" : "shapes") << ": writing the built-in synthetic dataset to "
+            << dir.string() << std::endl;
+  data::ShapesOptions options;
+  options.segments = segments;
+  return data::write_shapes_dataset(dir, options);
 }
 
 void merge_classes(data::Dataset& set) {

@@ -21,7 +21,8 @@ std::filesystem::path make_run_dir(const std::filesystem::path& project, const s
                                    const std::string& subfolder = "weights");
 
 /// The data.yaml a run reads: `data`, or for data=shapes (or none) the built-in synthetic set in
-/// project/.shapes-v2, written there on first use.
+/// project/.shapes-v2, for data=shapes-seg its polygon variant in project/.shapes-seg, written
+/// there on first use.
 std::filesystem::path data_yaml(const TrainConfig& cfg);
 
 /// single_cls: every label becomes class 0, named "item".

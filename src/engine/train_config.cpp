@@ -40,7 +40,7 @@ const std::vector<Spec>& specs() {
   using C = TrainConfig;
   static const std::vector<Spec> table = {
       {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to fine-tune (.pt/.ytckpt/.safetensors)"},
-      {"data", &C::data, "dataset YAML, or 'shapes' for the built-in synthetic dataset"},
+      {"data", &C::data, "dataset YAML, or 'shapes' ('shapes-seg': polygons) for the built-in synthetic dataset"},
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
       {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},

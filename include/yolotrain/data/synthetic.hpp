@@ -13,6 +13,10 @@ struct ShapesOptions {
   int val = 64;      ///< validation images
   int imgsz = 320;   ///< image side in pixels
   int quality = 90;  ///< JPEG quality
+  /// The segmentation variant (`data=shapes-seg`): each shape is filled from a polygon (rectangle 4
+  /// points, ellipse 32, triangle 3, cross 12; vertices at 1/16 px) and labelled with that very
+  /// polygon (`class x1 y1 ...`), so the outline is exact. Other bytes than the box variant's.
+  bool segments = false;
 };
 
 /// The class names of the shapes dataset: rectangle, ellipse, triangle, cross.
@@ -20,8 +24,9 @@ const char* const* shapes_class_names(int* count);
 
 /// Writes a YOLO-layout dataset of shapes (4 classes; 1-4 vivid shapes per image, each 18-45 % of
 /// the side, apart from each other, inside the image, on a muted gradient with light noise) to
-/// `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt and data.yaml (path: .). The bytes are
-/// a function of the options only. Returns the data.yaml path.
+/// `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt (boxes, or polygons with
+/// ShapesOptions::segments) and data.yaml (path: .). The bytes are a function of the options only.
+/// Returns the data.yaml path.
 std::filesystem::path write_shapes_dataset(const std::filesystem::path& out, const ShapesOptions& options = {});
 
 struct Sample;
