@@ -92,8 +92,9 @@ std::vector<cv::Point2d> shape_polygon(int cls, const cv::Rect& box) {
     case 2: p = {{x, y + h}, {x + w, y + h}, {cx, y}}; break;
     default: {
       const double tw = std::max(2.0, w / 3) / 2, th = std::max(2.0, h / 3) / 2;
-      p = {{cx - tw, y},      {cx + tw, y},      {cx + tw, cy - th}, {x + w, cy - th}, {x + w, cy + th}, {cx + tw, cy + th},
-           {cx + tw, y + h},  {cx - tw, y + h},  {cx - tw, cy + th}, {x, cy + th},     {x, cy - th},     {cx - tw, cy - th}};
+      p = {{cx - tw, y},       {cx + tw, y},       {cx + tw, cy - th}, {x + w, cy - th},
+           {x + w, cy + th},   {cx + tw, cy + th}, {cx + tw, y + h},   {cx - tw, y + h},
+           {cx - tw, cy + th}, {x, cy + th},       {x, cy - th},       {cx - tw, cy - th}};
     }
   }
   for (auto& v : p) v = {std::round(v.x * 16) / 16, std::round(v.y * 16) / 16};

@@ -55,7 +55,8 @@ TEST_CASE("synthetic: shapes-seg labels each shape with the polygon it was fille
     for (std::size_t k = 0; k < r.boxes.size(); ++k) {
       CHECK(r.segments[k].size() == 2 * points[r.boxes[k].cls]);
       float x1 = 1, x2 = 0;
-      for (std::size_t i = 0; i < r.segments[k].size(); i += 2) x1 = std::min(x1, r.segments[k][i]), x2 = std::max(x2, r.segments[k][i]);
+      for (std::size_t i = 0; i < r.segments[k].size(); i += 2)
+        x1 = std::min(x1, r.segments[k][i]), x2 = std::max(x2, r.segments[k][i]);
       CHECK(r.boxes[k].w == Approx(x2 - x1).margin(1e-6));
     }
   }
