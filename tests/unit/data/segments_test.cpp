@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "data_test_support.hpp"
 #include "test_support.hpp"
@@ -38,6 +40,19 @@ LoaderOptions seg_options(int workers, bool overlap) {
   return o;
 }
 
+// The train split of ../shared/datasets/<name>, scanned without a cache; nothing (after saying so)
+// when the shared datasets are absent.
+std::optional<Dataset> shared_train_split(const std::string& name) {
+  const fs::path root = shared_dataset(name);
+  if (root.empty()) {
+    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
+    return std::nullopt;
+  }
+  ScanOptions scan;
+  scan.use_cache = false;
+  return load_split(load_data_yaml(root / "data.yaml"), "train", scan);
+}
+
 }  // namespace
 
 TEST_CASE("resample_segment gives Ultralytics 8.4's 1000 points, float for float", "[data][segments]") {
@@ -61,14 +76,9 @@ TEST_CASE("segment_box gives Ultralytics 8.4's segment2box: vertices, border cro
 
 TEST_CASE("a segmentation loader gives masks in its boxes' order, the same for any number of workers",
           "[data][segments][loader]") {
-  const fs::path root = shared_dataset("coco128-seg");
-  if (root.empty()) {
-    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
-    return;
-  }
-  ScanOptions scan;
-  scan.use_cache = false;
-  const Dataset train = load_split(load_data_yaml(root / "data.yaml"), "train", scan);
+  const std::optional<Dataset> split = shared_train_split("coco128-seg");
+  if (!split) return;
+  const Dataset& train = *split;
   for (const bool overlap : {true, false}) {
     INFO((overlap ? "overlap masks" : "one mask per box"));
     Loader a(train, seg_options(0, overlap)), b(train, seg_options(2, overlap));
@@ -111,15 +121,9 @@ TEST_CASE("a segmentation loader gives masks in its boxes' order, the same for a
 }
 
 TEST_CASE("a segmentation loader refuses box labels with the reason", "[data][segments][loader]") {
-  const fs::path root = shared_dataset("coco8");
-  if (root.empty()) {
-    WARN("shared datasets absent (" YOLOTRAIN_SHARED_DIR "): skipped");
-    return;
-  }
-  ScanOptions scan;
-  scan.use_cache = false;
-  const Dataset train = load_split(load_data_yaml(root / "data.yaml"), "train", scan);
-  Loader loader(train, seg_options(0, true));
+  const std::optional<Dataset> train = shared_train_split("coco8");
+  if (!train) return;
+  Loader loader(*train, seg_options(0, true));
   loader.seek(0);
   CHECK_THROWS_WITH(loader.next(), Catch::Contains("segmentation needs polygon labels"));
 }

@@ -13,6 +13,7 @@
 #include "yolotrain/nn.hpp"
 
 #include "catch.hpp"
+#include "ultralytics84_reference.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -21,22 +22,17 @@ namespace fs = std::filesystem;
 namespace yl = yolotrain::loss;
 namespace nn = yolotrain::nn;
 using nlohmann::json;
+using yolotrain::test::check_against_ultralytics;
+using yolotrain::test::train_mode;
+using yolotrain::test::ultralytics84_image;
 
 namespace {
 
-const fs::path kWeights = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics";
+const fs::path kWeights = yolotrain::test::ultralytics_weights();
 
 json reference() {
   return json::parse(std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests" / "unit" / "loss" / "data" /
                                    "ultralytics84_loss.json"));
-}
-
-// The script's image: 0.5 + 0.5 sin(0.05 x + 0.07 y + 1.3 c + 2.1 b) in float64, then float32.
-at::Tensor image(int64_t b, int64_t h, int64_t w) {
-  const auto d = at::TensorOptions().dtype(at::kDouble);
-  const at::Tensor x = at::arange(w, d).view({1, 1, 1, w}), y = at::arange(h, d).view({1, 1, h, 1});
-  const at::Tensor c = at::arange(3, d).view({1, 3, 1, 1}), n = at::arange(b, d).view({b, 1, 1, 1});
-  return (0.5 + 0.5 * at::sin(0.05 * x + 0.07 * y + 1.3 * c + 2.1 * n)).to(at::kFloat);
 }
 
 yl::Targets targets(const json& rows) {
@@ -46,23 +42,6 @@ yl::Targets targets(const json& rows) {
   }
   const at::Tensor t = at::tensor(flat).view({-1, 6});
   return {t.select(1, 0), t.slice(1, 1, 2), t.slice(1, 2, 6)};
-}
-
-nn::DetectionModel train_mode(const std::string& folder) {
-  const fs::path pt = kWeights / folder / "best.pt";
-  nn::DetectionModel model = yolotrain::io::build_model(yolotrain::io::read_model_weights(pt), pt.string());
-  model->train();
-  return model;
-}
-
-void check_loss(const yl::LossOutput& mine, const json& ref) {
-  const double total = mine.total.item<double>();
-  INFO("total " << total << " vs Ultralytics " << ref["total"].get<double>());
-  CHECK(total == Approx(ref["total"].get<double>()).epsilon(1e-4));
-  for (int i = 0; i < 3; ++i) {
-    INFO(ref["names"][i].get<std::string>());
-    CHECK(mine.items[i].item<double>() == Approx(ref["items"][i].get<double>()).epsilon(1e-4).margin(1e-6));
-  }
 }
 
 }  // namespace
@@ -77,18 +56,19 @@ TEST_CASE("E2ELoss of YOLO26n equals Ultralytics 8.4's on a fixed batch, at ever
   CHECK(e2e["one2one"]["names"][2] == "l1_loss");  // reg_max 1: the L1 term in the DFL's place
   nn::DetectionModel model = train_mode("bccd_yolo26n");
   torch::NoGradGuard no_grad;
-  const nn::HeadOutputs heads = model->forward_heads(image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
+  const nn::HeadOutputs heads =
+      model->forward_heads(ultralytics84_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
   const yl::Targets t = targets(ref["targets"]);
   yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
   options.stal = true;
   yl::E2ELoss loss(options, {}, ref["epochs"].get<int64_t>());
   {
     INFO("one-to-many branch (topk 10)");
-    check_loss(loss.one2many()(heads.one2many, t), e2e["one2many"]);
+    check_against_ultralytics(loss.one2many()(heads.one2many, t), e2e["one2many"]);
   }
   {
     INFO("one-to-one branch (topk 7, topk2 1)");
-    check_loss(loss.one2one()(heads.one2one, t), e2e["one2one"]);
+    check_against_ultralytics(loss.one2one()(heads.one2one, t), e2e["one2one"]);
   }
   for (const json& u : e2e["updates"]) {
     const auto epoch = u["updates"].get<int64_t>();
@@ -96,7 +76,7 @@ TEST_CASE("E2ELoss of YOLO26n equals Ultralytics 8.4's on a fixed batch, at ever
     loss.set_epoch(epoch);
     CHECK(loss.o2m() == u["o2m"].get<double>());  // the same double arithmetic
     CHECK(loss.o2o() == u["o2o"].get<double>());
-    check_loss(loss(heads.one2many, heads.one2one, t), u);
+    check_against_ultralytics(loss(heads.one2many, heads.one2one, t), u);
   }
 }
 
@@ -108,10 +88,10 @@ TEST_CASE("8.4's v8DetectionLoss (STAL) of YOLO11n equals Ultralytics' on a fixe
   const json ref = reference();
   nn::DetectionModel model = train_mode("bccd_yolo11n");
   torch::NoGradGuard no_grad;
-  const auto outputs = model->forward(image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
+  const auto outputs = model->forward(ultralytics84_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
   yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
   options.stal = true;
-  check_loss(yl::DetectionLoss(options)(outputs, targets(ref["targets"])), ref["yolo11n_v8_stal"]);
+  check_against_ultralytics(yl::DetectionLoss(options)(outputs, targets(ref["targets"])), ref["yolo11n_v8_stal"]);
   // Without STAL the three boxes below 8 px get no anchors: a different loss.
   const double without = yl::DetectionLoss(model)(outputs, targets(ref["targets"])).total.item<double>();
   CHECK(std::abs(without - ref["yolo11n_v8_stal"]["total"].get<double>()) > 1e-2);

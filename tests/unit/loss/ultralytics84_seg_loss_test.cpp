@@ -15,6 +15,7 @@
 #include "yolotrain/nn.hpp"
 
 #include "catch.hpp"
+#include "ultralytics84_reference.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -24,22 +25,18 @@ namespace yl = yolotrain::loss;
 namespace nn = yolotrain::nn;
 namespace yd = yolotrain::data;
 using nlohmann::json;
+using yolotrain::test::check_against_ultralytics;
+using yolotrain::test::train_mode;
+using yolotrain::test::ultralytics84_image;
 
 namespace {
 
-const fs::path kSegWeights = fs::path(YOLOTRAIN_SHARED_DIR) / "weights" / "ultralytics";
+const fs::path kSegWeights = yolotrain::test::ultralytics_weights();
 
 const json& seg_reference() {
   static const json ref = json::parse(std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests" / "unit" / "loss" /
                                                     "data" / "ultralytics84_seg_loss.json"));
   return ref;
-}
-
-at::Tensor seg_image(int64_t b, int64_t h, int64_t w) {  // 0.5 + 0.5 sin(0.05 x + 0.07 y + 1.3 c + 2.1 b)
-  const auto d = at::TensorOptions().dtype(at::kDouble);
-  const at::Tensor x = at::arange(w, d).view({1, 1, 1, w}), y = at::arange(h, d).view({1, 1, h, 1});
-  const at::Tensor c = at::arange(3, d).view({1, 3, 1, 1}), n = at::arange(b, d).view({b, 1, 1, 1});
-  return (0.5 + 0.5 * at::sin(0.05 * x + 0.07 * y + 1.3 * c + 2.1 * n)).to(at::kFloat);
 }
 
 at::Tensor floats(const json& v) {  // a list, or a list of rows
@@ -88,24 +85,6 @@ std::vector<std::vector<float>> polygons_px(const json& image, int64_t h, int64_
   return out;
 }
 
-nn::DetectionModel seg_train_mode(const std::string& folder) {
-  const fs::path pt = kSegWeights / folder / "best.pt";
-  nn::DetectionModel model = yolotrain::io::build_model(yolotrain::io::read_model_weights(pt), pt.string());
-  model->train();
-  return model;
-}
-
-void check_seg_loss(const yl::LossOutput& mine, const json& ref) {
-  const double total = mine.total.item<double>();
-  INFO("total " << total << " vs Ultralytics " << ref["total"].get<double>());
-  CHECK(total == Approx(ref["total"].get<double>()).epsilon(1e-4));
-  REQUIRE(mine.items.numel() == 5);
-  for (int i = 0; i < 5; ++i) {
-    INFO(ref["names"][i].get<std::string>() << " " << mine.items[i].item<double>());
-    CHECK(mine.items[i].item<double>() == Approx(ref["items"][i].get<double>()).epsilon(1e-4).margin(1e-6));
-  }
-}
-
 bool have_seg_weights() {
   for (const char* f : {"coco128seg_yolov8n-seg", "coco128seg_yolo11n-seg", "coco128seg_yolo26n-seg"}) {
     if (!fs::exists(kSegWeights / f / "best.pt")) {
@@ -149,9 +128,9 @@ TEST_CASE("v8SegmentationLoss of YOLOv8n-seg and YOLO11n-seg equals Ultralytics 
           "[loss][segment]") {
   if (!have_seg_weights()) return;
   const json& ref = seg_reference();
-  const at::Tensor img = seg_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]);
+  const at::Tensor img = ultralytics84_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]);
   for (const char* folder : {"coco128seg_yolov8n-seg", "coco128seg_yolo11n-seg"}) {
-    nn::DetectionModel model = seg_train_mode(folder);
+    nn::DetectionModel model = train_mode(folder);
     torch::NoGradGuard no_grad;
     const nn::HeadOutputs heads = model->forward_heads(img);
     yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
@@ -160,7 +139,7 @@ TEST_CASE("v8SegmentationLoss of YOLOv8n-seg and YOLO11n-seg equals Ultralytics 
       INFO(folder << (overlap ? " overlap masks" : " one mask per instance"));
       const SegBatch b = batch_of(ref[overlap ? "overlap" : "separate"]);
       const yl::SegmentationLoss loss(options, {}, overlap);
-      check_seg_loss(loss({heads.one2many, heads.mask_coefficients, heads.proto, {}}, b.targets, b.masks),
+      check_against_ultralytics(loss({heads.one2many, heads.mask_coefficients, heads.proto, {}}, b.targets, b.masks),
                      ref[overlap ? "overlap" : "separate"][folder]);
     }
   }
@@ -169,9 +148,10 @@ TEST_CASE("v8SegmentationLoss of YOLOv8n-seg and YOLO11n-seg equals Ultralytics 
 TEST_CASE("YOLO26n-seg's E2E segmentation loss with its semantic term equals Ultralytics 8.4's", "[loss][segment]") {
   if (!have_seg_weights()) return;
   const json& ref = seg_reference();
-  nn::DetectionModel model = seg_train_mode("coco128seg_yolo26n-seg");
+  nn::DetectionModel model = train_mode("coco128seg_yolo26n-seg");
   torch::NoGradGuard no_grad;
-  const nn::HeadOutputs heads = model->forward_heads(seg_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
+  const nn::HeadOutputs heads =
+      model->forward_heads(ultralytics84_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
   REQUIRE(heads.semantic.defined());
   yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
   options.stal = true;
@@ -184,12 +164,12 @@ TEST_CASE("YOLO26n-seg's E2E segmentation loss with its semantic term equals Ult
     yl::E2ESegmentationLoss loss(options, {}, overlap, ref["epochs"]);
     {
       INFO("one-to-many");
-      check_seg_loss(loss.one2many()(o2m, b.targets, b.masks), r["one2many"]);
+      check_against_ultralytics(loss.one2many()(o2m, b.targets, b.masks), r["one2many"]);
     }
     {
       INFO("one-to-one");
-      check_seg_loss(loss.one2one()(o2o, b.targets, b.masks), r["one2one"]);
+      check_against_ultralytics(loss.one2one()(o2o, b.targets, b.masks), r["one2one"]);
     }
-    check_seg_loss(loss(o2m, o2o, b.targets, b.masks), r["e2e"]);
+    check_against_ultralytics(loss(o2m, o2o, b.targets, b.masks), r["e2e"]);
   }
 }
