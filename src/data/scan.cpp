@@ -213,8 +213,7 @@ std::string stamp(const fs::path& p) {
 /// Ultralytics' YOLODataset.get_labels: a split whose label files mix polygons and boxes trains on
 /// the boxes alone (its polygons dropped, with a warning); a segmentation run refuses it.
 void drop_segments_of_mixed_labels(Dataset& ds) {
-  std::size_t boxes = 0, segments = 0;
-  for (const auto& r : ds.records) boxes += r.boxes.size(), segments += r.segments.size();
+  const std::size_t boxes = ds.boxes(), segments = ds.outlines();
   if (segments == 0 || segments == boxes) return;
   ds.report.warnings.push_back("Box and segment counts should be equal, but got " + std::to_string(segments) +
                                " polygons and " + std::to_string(boxes) +
@@ -224,6 +223,18 @@ void drop_segments_of_mixed_labels(Dataset& ds) {
 }
 
 }  // namespace
+
+std::size_t Dataset::boxes() const {
+  std::size_t n = 0;
+  for (const auto& r : records) n += r.boxes.size();
+  return n;
+}
+
+std::size_t Dataset::outlines() const {
+  std::size_t n = 0;
+  for (const auto& r : records) n += r.segments.size();
+  return n;
+}
 
 std::string ScanReport::summary() const {
   return std::to_string(images) + " images, " + std::to_string(backgrounds) + " backgrounds, " +

@@ -5,11 +5,26 @@
 
 namespace yolotrain::engine {
 
-std::string progress_header(const std::string& distance_loss) {
-  char buf[128];
-  std::snprintf(buf, sizeof(buf), "%11s%11s%11s%11s%11s%11s%11s", "Epoch", "GPU_mem", "box_loss", "cls_loss",
-                distance_loss.c_str(), "Instances", "Size");
+namespace {
+
+std::string column(const char* format, const std::string& text) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, text.c_str());
   return buf;
+}
+
+std::string column(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%11.4g", value);
+  return buf;
+}
+
+}  // namespace
+
+std::string progress_header(const std::vector<std::string>& terms) {
+  std::string line = column("%11s", "Epoch") + column("%11s", "GPU_mem");
+  for (const auto& term : terms) line += column("%11s", term);
+  return line + column("%11s", "Instances") + column("%11s", "Size");
 }
 
 std::string format_duration(double seconds) {
@@ -42,12 +57,11 @@ std::string bar(double fraction) {
 }  // namespace
 
 std::string progress_line(const ProgressFigures& f) {
-  char cols[160];
-  const std::string ep = std::to_string(f.epoch + 1) + "/" + std::to_string(f.epochs);
   char mem[32];
   std::snprintf(mem, sizeof(mem), "%.3gG", f.gpu_mem_gb);
-  std::snprintf(cols, sizeof(cols), "%11s%11s%11.4g%11.4g%11.4g%11.4g%11.4g", ep.c_str(), mem, f.losses[0],
-                f.losses[1], f.losses[2], double(f.instances), double(f.size));
+  std::string cols = column("%11s", std::to_string(f.epoch + 1) + "/" + std::to_string(f.epochs)) + column("%11s", mem);
+  for (double loss : f.losses) cols += column(loss);
+  cols += column(double(f.instances)) + column(double(f.size));
   const double fraction = f.batches > 0 ? double(f.batch) / double(f.batches) : 0.0;
   const double rate = f.elapsed_s > 0 ? double(f.timed_batches) / f.elapsed_s : 0.0;
   const double eta = rate > 0 ? double(f.batches - f.batch) / rate : -1.0;
@@ -63,7 +77,7 @@ std::string progress_line(const ProgressFigures& f) {
   }
   char pct[16];
   std::snprintf(pct, sizeof(pct), "%3d%%|", static_cast<int>(std::floor(fraction * 100)));
-  return std::string(cols) + ": " + pct + bar(fraction) + tail;
+  return cols + ": " + pct + bar(fraction) + tail;
 }
 
 }  // namespace yolotrain::engine

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace yolotrain::engine {
 
@@ -11,7 +12,7 @@ struct ProgressFigures {
   std::int64_t epoch = 0;      ///< 0-based
   std::int64_t epochs = 0;
   double gpu_mem_gb = 0;       ///< CUDA memory reserved, GB (0 on the CPU)
-  std::array<double, 3> losses{0, 0, 0};  ///< running box, cls, dfl losses
+  std::vector<double> losses;  ///< the running losses, in progress_header()'s order
   std::int64_t instances = 0;  ///< labelled boxes in the last batch
   std::int64_t size = 0;       ///< the last batch's image width
   std::int64_t batch = 0;      ///< batches done in this epoch
@@ -21,8 +22,9 @@ struct ProgressFigures {
 };
 
 /// Ultralytics' column header: "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size"
-/// (l1_loss in dfl_loss' place for a head without DFL).
-std::string progress_header(const std::string& distance_loss = "dfl_loss");
+/// with the loss terms `terms` (detection: box_loss, cls_loss, dfl_loss or l1_loss; segmentation:
+/// box_loss, seg_loss, cls_loss, dfl_loss, sem_loss).
+std::string progress_header(const std::vector<std::string>& terms);
 
 /// Ultralytics' training progress line: the columns of progress_header() (`%11s` / `%11.4g`)
 /// followed by tqdm's bar, " 46%|████▌     | 6/13 [00:04<00:05,  1.41it/s]".

@@ -15,9 +15,9 @@
 
 namespace yolotrain::engine {
 
-/// results.csv's header line (Ultralytics' columns, each right-aligned in 23 characters), with
-/// `m`'s names (its distance_loss).
-std::string results_csv_header(const EpochMetrics& m = {});
+/// results.csv's header line (Ultralytics' columns, each right-aligned in 23 characters): `epoch`
+/// and `m`'s names.
+std::string results_csv_header(const EpochMetrics& m);
 /// One results.csv row for `m`, formatted as Ultralytics does (%23.5g).
 std::string results_csv_row(const EpochMetrics& m);
 

@@ -8,6 +8,19 @@
 #include <cstdio>
 
 namespace yolotrain::engine {
+namespace {
+
+// The head's outputs in float32, whatever autocast computed them in.
+void to_float(nn::HeadOutputs& h) {
+  for (auto* branch : {&h.one2many, &h.one2one}) {
+    for (auto& f : *branch) f = f.to(torch::kFloat);
+  }
+  for (at::Tensor* t : {&h.mask_coefficients, &h.one2one_mask_coefficients, &h.proto, &h.semantic}) {
+    if (t->defined()) *t = t->to(torch::kFloat);
+  }
+}
+
+}  // namespace
 
 void Trainer::Run::schedule(std::int64_t ni) {
   const std::int64_t nw = warmup_iterations(cfg, nb);
@@ -143,9 +156,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
     AutocastScope autocast(amp, device);
     heads = model->forward_heads(img.contiguous(memory_format));
   }
-  for (auto* branch : {&heads.one2many, &heads.one2one}) {
-    for (auto& f : *branch) f = f.to(torch::kFloat);  // the loss runs in float32
-  }
+  to_float(heads);  // the loss runs in float32
   result.timings.forward_s += seconds_since(t0);
   t0 = Clock::now();
   const loss::LossOutput out = task->loss(heads, b, device);
@@ -223,7 +234,7 @@ void Trainer::Run::final_eval() {
   if (!report) return;
   say(report->table(cfg.verbose));
   if (outputs.plots) task->plot_validation(*outputs.plots, *report, plan.run_dir);
-  EpochMetrics m = last_metrics.value_or(EpochMetrics{});
+  EpochMetrics m = last_metrics.value_or(task->epoch_metrics());
   m.epoch = state.best_epoch + 1;
   task->fill_validation(m, *report);
   last_metrics = m;
@@ -233,9 +244,7 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   recovery_attempts = 0;  // a clean epoch: the roll-back budget is whole again (Ultralytics 8.4)
   m.epoch = state.epoch + 1;
   set_losses(m);
-  m.lr_pg0 = group_lr(*optimizer, 0);
-  m.lr_pg1 = group_lr(*optimizer, 1);
-  m.lr_pg2 = group_lr(*optimizer, 2);
+  for (std::size_t g = 0; g < 3; ++g) m.set("lr/pg" + std::to_string(g), group_lr(*optimizer, g));
   last_metrics = m;
   if (cb.on_fit_epoch_end) cb.on_fit_epoch_end(m);  // results.csv, results.png, the line, status.json
   const bool improved = m.fitness > state.best_fitness;
@@ -266,6 +275,15 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   return !done;
 }
 
+void Trainer::Run::set_losses(EpochMetrics& m) const {
+  const std::vector<std::string>& terms = task->loss_terms();
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    if (!m.set("train/" + terms[i], state.loss_means[i])) {
+      throw Error("the loss term " + terms[i] + " has no figure train/" + terms[i] + " (Task::epoch_metrics())");
+    }
+  }
+}
+
 TrainerProgress Trainer::Run::progress() const {
   std::array<double, 3> lr{};
   for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, g);
@@ -276,7 +294,8 @@ TrainerProgress Trainer::Run::progress() const {
   p.batches = nb;
   p.step = step();
   p.lr = lr;
-  if (task) set_losses(p);
+  for (std::size_t i = 0; task && i < task->loss_terms().size(); ++i)
+    p.losses.emplace_back(task->loss_terms()[i], state.loss_means[i]);
   p.instances = clock.last_instances;
   p.size = clock.last_size;
   p.epoch_seconds = seconds_since(clock.epoch_started);
@@ -348,7 +367,7 @@ void Trainer::Run::train() {
     }
     if (std::exchange(rolled_back, false)) continue;
     if (!going) break;
-    EpochMetrics m;
+    EpochMetrics m = task->epoch_metrics();
     bool validated = true;
     if ((cfg.val || state.epoch + 1 >= cfg.epochs) && ranks.leader()) validated = validate(m);  // the others wait
     if (!share_epoch_end(m, validated)) {

@@ -174,8 +174,7 @@ struct Trainer::Run {
   bool validate(EpochMetrics& m);  // false: stopped inside validation
   bool end_epoch(EpochMetrics& m);  // false: training is over
   TrainerProgress progress() const;
-  template <typename Figures>
-  void set_losses(Figures& f) const;  // the running losses as train/<term> (EpochMetrics, TrainerProgress)
+  void set_losses(EpochMetrics& m) const;  // the running losses as train/<term>
   void start();  // data, model, outputs, the resumed position: ready for the first step
   void train();  // the epochs, until done, stopped or paused
   void finish();  // the final checkpoint or validation, the end lines
@@ -184,16 +183,5 @@ struct Trainer::Run {
   RunResult end_failed(const std::exception& e);  // status.json, a checkpoint, the plots, the bucket
   TrainState stored_state() const;  // the checkpoint to resume's
 };
-
-template <typename Figures>
-void Trainer::Run::set_losses(Figures& f) const {
-  const std::vector<std::string>& terms = task->loss_terms();
-  if (terms.size() > 2) f.distance_loss = terms[2];  // dfl_loss or l1_loss
-  for (std::size_t i = 0; i < terms.size(); ++i) {
-    if (!f.set("train/" + terms[i], state.loss_means[i])) {
-      throw Error("the loss term " + terms[i] + " has no figure train/" + terms[i] + " (EpochMetrics' table)");
-    }
-  }
-}
 
 }  // namespace yolotrain::engine

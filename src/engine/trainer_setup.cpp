@@ -170,6 +170,7 @@ void Trainer::Run::build_loaders() {
   // A stop ends a wait for data at once; with several ranks the stop waits for the step's
   // agreement instead (a rank leaving the step alone would desynchronise the collectives).
   train_opts.token = ranks.active() ? nullptr : &token;
+  task->configure_loaders(train_opts, data.train, data.val);  // segmentation: the masks
   data.train_loader = std::make_unique<data::Loader>(data.train, train_opts);
   data::LoaderOptions val_opts = train_opts;
   val_opts.batch = train_opts.batch * 2;

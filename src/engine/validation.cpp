@@ -107,6 +107,19 @@ std::string ValidationReport::table(bool per_class) const {
   return out;
 }
 
+loss::Targets batch_targets(const data::Batch& b, torch::Device device) {
+  return {b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
+}
+
+void require_polygons(const data::Dataset& set, const std::string& data) {
+  const std::size_t boxes = set.boxes(), outlines = set.outlines();
+  if (boxes == outlines) return;
+  throw ConfigError("data=" + data + ": a segmentation model needs polygon labels (class x1 y1 x2 y2 ...) for "
+                    "every instance, but the " + set.split + " split has " + std::to_string(boxes) + " boxes and " +
+                    std::to_string(outlines) + " polygons; give a segmentation dataset (e.g. coco128-seg or "
+                    "data=shapes-seg)");
+}
+
 metrics::UltralyticsRules rules_for(const std::string& compat) {
   return compat == "8.3" ? metrics::UltralyticsRules::V83 : metrics::UltralyticsRules::V84;
 }
@@ -135,10 +148,9 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     const nn::HeadOutputs heads =
         pass.net->forward_heads(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
     if (pass.criterion) {
-      const loss::Targets targets{b->batch_idx.to(pass.device), b->cls.to(pass.device), b->bboxes.to(pass.device)};
-      const auto& outputs = pass.criterion_on_one2one ? heads.one2one : heads.one2many;
-      const at::Tensor items = (*pass.criterion)(outputs, targets).items.to(torch::kCPU, torch::kDouble);
-      for (int i = 0; i < 3; ++i) report.loss[i] += items[i].item<double>();
+      const at::Tensor items = pass.criterion(heads, *b).to(torch::kCPU, torch::kDouble).reshape({-1});
+      report.loss.resize(static_cast<std::size_t>(items.numel()), 0.0);
+      for (std::size_t i = 0; i < report.loss.size(); ++i) report.loss[i] += items[std::int64_t(i)].item<double>();
     }
     ++batches;
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
@@ -179,17 +191,6 @@ io::ModelWeights load_val_weights(const TrainConfig& cfg) {
   } catch (const Error& e) {
     throw ConfigError(e.what());
   }
-}
-
-// A segmentation model needs an outline for every box (Ultralytics: "Segment dataset requires equal
-// numbers of boxes and segments").
-void require_polygons(const data::Dataset& set, const TrainConfig& cfg) {
-  std::size_t boxes = 0, outlines = 0;
-  for (const auto& r : set.records) boxes += r.boxes.size(), outlines += r.segments.size();
-  if (boxes == outlines) return;
-  throw ConfigError("data=" + cfg.data + ": a segmentation model needs polygon labels (class x1 y1 x2 y2 ...) for "
-                    "every instance, but the split has " + std::to_string(boxes) + " boxes and " +
-                    std::to_string(outlines) + " polygons; give a segmentation dataset (e.g. coco128-seg)");
 }
 
 // What Ultralytics' model.val() takes from a .pt's train_args: imgsz, single_cls, and the
@@ -282,7 +283,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.pin_memory = device.is_cuda();
   opts.token = token;
   const bool segment = net->head()->segments();
-  if (segment) require_polygons(set, cfg);
+  if (segment) require_polygons(set, cfg.data);
   if (segment) {
     opts.mask_ratio = static_cast<int>(cfg.mask_ratio);
     opts.overlap_mask = cfg.overlap_mask;
@@ -302,8 +303,13 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
     folder_warning = "folder " + (fs::path(cfg.project) / cfg.name).string() + " not made: " + e.what();
   }
   if (!save_dir.empty()) writer = std::make_unique<plots::PlotWriter>();
-  ValidationPass pass{net,         &loader,        criterion ? &*criterion : nullptr, device, format, cfg.iou,
-                      cfg.max_det, cfg.single_cls, token,      writer.get(), save_dir};
+  ValidationPass pass{net,         &loader,        {},    device, format, cfg.iou,
+                      cfg.max_det, cfg.single_cls, token, writer.get(), save_dir};
+  if (criterion) {
+    pass.criterion = [&](const nn::HeadOutputs& heads, const data::Batch& b) {
+      return (*criterion)(heads.one2many, batch_targets(b, device)).items;
+    };
+  }
   pass.rules = rules_for(cfg.compat);
   pass.overlap_mask = cfg.overlap_mask;
   std::optional<ValidationReport> report = run_validation(pass);

@@ -3,9 +3,11 @@
 #include <torch/types.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
+#include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/engine/validate.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
@@ -23,7 +25,8 @@ namespace yolotrain::engine {
 struct ValidationPass {
   nn::DetectionModel net;
   data::Loader* loader = nullptr;
-  const loss::DetectionLoss* criterion = nullptr;  ///< null: no validation loss
+  /// The validation loss of a batch's raw outputs, one value per loss term; empty: no loss.
+  std::function<at::Tensor(const nn::HeadOutputs&, const data::Batch&)> criterion;
   torch::Device device{torch::kCPU};
   c10::MemoryFormat memory_format = c10::MemoryFormat::Contiguous;
   double iou = 0.7;
@@ -34,11 +37,16 @@ struct ValidationPass {
   std::filesystem::path plot_dir;
   /// Whose validation rules the metrics follow (rules_for(compat=)).
   metrics::UltralyticsRules rules = metrics::UltralyticsRules::V84;
-  /// The criterion takes the one-to-one branch (E2ELoss reports that branch's items).
-  bool criterion_on_one2one = false;
   /// A segmentation model (a Segment head; the loader gives masks): whether they are index masks.
   bool overlap_mask = true;
 };
+
+/// A batch's labels as the losses take them, on `device`.
+loss::Targets batch_targets(const data::Batch& b, torch::Device device);
+
+/// Throws ConfigError unless every box of `set` has its polygon (Ultralytics: "Segment dataset
+/// requires equal numbers of boxes and segments"); `data` names the dataset in the message.
+void require_polygons(const data::Dataset& set, const std::string& data);
 
 /// The metrics' rules for compat= ("8.3" or "8.4").
 metrics::UltralyticsRules rules_for(const std::string& compat);

@@ -92,6 +92,10 @@ struct Dataset {
   std::shared_ptr<const SampleSource> source;
   int nc() const { return static_cast<int>(names.size()); }
   std::size_t size() const { return records.size(); }
+  /// Labelled boxes in all records.
+  std::size_t boxes() const;
+  /// Polygon outlines in all records: boxes() for a segmentation set, 0 for a detection set.
+  std::size_t outlines() const;
 };
 
 /// Scans and validates `images` (see list_images) against `nc` classes, reading or writing the

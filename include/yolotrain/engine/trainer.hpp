@@ -25,24 +25,28 @@ enum class RunOutcome { Completed, Stopped, Paused, Failed };
 /// "completed", "stopped", "paused" or "failed".
 const char* to_string(RunOutcome outcome) noexcept;
 
-/// The figures of one epoch (Ultralytics' box metrics). named() lists them by Ultralytics' names
-/// in results.csv's order: the one place a figure's name lives (src/engine/epoch_metrics.cpp).
+/// The figures of one epoch by Ultralytics' names (label_loss_items with prefix "train" and
+/// "val", the validator's metric keys, "lr/pg0-2"), in results.csv's column order after `epoch`.
+/// The task decides them (src/engine/tasks/): detection has train/box_loss, train/cls_loss,
+/// train/dfl_loss (l1_loss for a head without DFL, as Ultralytics 8.4 names YOLO26's),
+/// metrics/precision(B), metrics/recall(B), metrics/mAP50(B), metrics/mAP50-95(B), the val/ losses
+/// and lr/pg0-2; segmentation adds seg_loss and sem_loss and the (M) metrics of the masks.
 struct EpochMetrics {
   std::int64_t epoch = 0;  ///< 1-based, as results.csv
-  double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< training losses, running mean of the epoch
-  double precision = 0, recall = 0, map50 = 0, map = 0, fitness = 0;
-  double val_box_loss = 0, val_cls_loss = 0, val_dfl_loss = 0;
-  double lr_pg0 = 0, lr_pg1 = 0, lr_pg2 = 0;
-  /// The third loss term's name: dfl_loss, or l1_loss for a head without DFL (YOLO26's reg_max 1,
-  /// as Ultralytics 8.4 names it); named() and set() use it for train/ and val/.
-  std::string distance_loss = "dfl_loss";
+  double fitness = 0;      ///< not a column of results.csv (as in Ultralytics)
+  /// (name, value) in results.csv's order.
+  std::vector<std::pair<std::string, double>> figures;
 
-  /// ("train/box_loss", ...), ("metrics/mAP50(B)", ...), ..., ("lr/pg2", ...): results.csv's
-  /// columns after `epoch`, in order (fitness is not among them, as in Ultralytics).
-  std::vector<std::pair<std::string, double>> named() const;
-  /// Sets the figure called `name` (a name of named(), or "fitness"); false when there is none.
+  /// The figures called `names`, each 0.
+  static EpochMetrics with_columns(const std::vector<std::string>& names);
+  /// ("train/box_loss", ...), ("metrics/mAP50(B)", ...), ..., ("lr/pg2", ...): `figures`.
+  const std::vector<std::pair<std::string, double>>& named() const { return figures; }
+  /// Sets the figure called `name` (one of named(), or "fitness"); false when there is none.
   bool set(const std::string& name, double value);
+  /// The figure called `name` (one of named(), or "fitness"); nothing when there is none.
+  std::optional<double> get(const std::string& name) const;
 };
+
 
 /// Where the training thread spent its time (wall seconds; on CUDA the kernels run
 /// asynchronously, so forward/backward/optimizer there count launches plus any synchronisation).
@@ -90,8 +94,9 @@ struct TrainerProgress {
   std::int64_t batch = 0;   ///< batches done in this epoch
   std::int64_t batches = 0; ///< batches per epoch
   std::int64_t step = 0;    ///< batches trained in all
-  double box_loss = 0, cls_loss = 0, dfl_loss = 0;  ///< running means of the epoch
-  std::string distance_loss = "dfl_loss";  ///< dfl_loss's name (EpochMetrics::distance_loss)
+  /// The loss's running means of the epoch by term, in the task's order (detection: box_loss,
+  /// cls_loss, dfl_loss; segmentation: box_loss, seg_loss, cls_loss, dfl_loss, sem_loss).
+  std::vector<std::pair<std::string, double>> losses;
   std::array<double, 3> lr{};  ///< learning rates of the parameter groups (lr/pg0-2)
   std::int64_t instances = 0;  ///< labelled boxes in the last batch
   std::int64_t size = 0;       ///< the last batch's image size in pixels (multi_scale varies it)
@@ -103,8 +108,6 @@ struct TrainerProgress {
   /// ("train/box_loss", ...), ("lr/pg0", ...): the step's figures by the names EpochMetrics::named()
   /// gives them (the running losses, the learning rates).
   std::vector<std::pair<std::string, double>> named() const;
-  /// Sets the running loss named as named() names it ("train/box_loss"); false for another name.
-  bool set(const std::string& name, double value);
 };
 
 /// The events a program that embeds the trainer can listen to. Each holds any number of

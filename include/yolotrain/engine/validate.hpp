@@ -23,7 +23,9 @@ struct ValidationReport {
   std::int64_t images = 0;                   ///< images validated
   std::vector<std::int64_t> instances_per_class;  ///< labelled boxes per class
   std::vector<std::int64_t> images_per_class;     ///< images holding the class
-  std::array<double, 3> loss{0, 0, 0};       ///< mean box, cls, dfl loss (0 when not computed)
+  /// The mean validation loss per term (box, cls, dfl; a segmentation model's box, seg, cls, dfl,
+  /// sem); empty when not computed.
+  std::vector<double> loss;
   double seconds = 0;                        ///< wall time of the pass
   /// Ultralytics' confusion matrix of the pass (conf 0.25, IoU 0.45, a background row and column).
   std::optional<metrics::ConfusionMatrix> confusion;

@@ -23,8 +23,10 @@ class DetectionTask : public Task {
 
   const std::vector<std::string>& loss_terms() const override { return terms_; }
 
+  std::vector<std::string> metric_keys() const override { return box_metric_keys("B"); }
+
   loss::LossOutput loss(const nn::HeadOutputs& outputs, const data::Batch& b, torch::Device device) const override {
-    const loss::Targets targets{b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
+    const loss::Targets targets = batch_targets(b, device);
     return e2e_ ? (*e2e_)(outputs.one2many, outputs.one2one, targets) : criterion_(outputs.one2many, targets);
   }
 
@@ -34,21 +36,18 @@ class DetectionTask : public Task {
   }
 
   std::optional<ValidationReport> validate(ValidationPass pass) const override {
-    pass.criterion = e2e_ ? &e2e_->one2one() : &criterion_;
-    pass.criterion_on_one2one = e2e_.has_value();
+    // An end-to-end head's validation loss is E2ELoss' items: the one-to-one branch's terms.
+    pass.criterion = [this, device = pass.device](const nn::HeadOutputs& heads, const data::Batch& b) {
+      const loss::Targets targets = batch_targets(b, device);
+      return e2e_ ? e2e_->one2one()(heads.one2one, targets).items : criterion_(heads.one2many, targets).items;
+    };
     return run_validation(pass);
   }
 
   void fill_validation(EpochMetrics& m, const ValidationReport& r) const override {
-    m.precision = r.metrics.mp;
-    m.recall = r.metrics.mr;
-    m.map50 = r.metrics.map50;
-    m.map = r.metrics.map;
+    set_box_figures(m, r.metrics, "B");
+    set_validation_losses(m, terms_, r);
     m.fitness = r.metrics.fitness;
-    m.val_box_loss = r.loss[0];
-    m.val_cls_loss = r.loss[1];
-    m.val_dfl_loss = r.loss[2];
-    m.distance_loss = terms_[2];
   }
 
   void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
@@ -76,13 +75,7 @@ class DetectionTask : public Task {
 
 }  // namespace
 
-std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
-  if (model->task() == "segment") {
-    throw ConfigError("model=" + cfg.model + " is a segmentation model (a " +
-                      model->layer_kind(model->model->size() - 1).name +
-                      " head): yolotrain builds and runs its network, but training segmentation (mask labels, "
-                      "the mask loss) is not built yet; train a detection model (e.g. yolo11n.yaml)");
-  }
+std::unique_ptr<Task> make_detection_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
   return std::make_unique<DetectionTask>(model, cfg);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// What is specific to a task (detection; segmentation and pose next) or to a model family's
+// What is specific to a task (detection, segmentation; pose next) or to a model family's
 // recipe, behind the one interface the training loop calls: the loss with its named terms and
 // its own resumable state, the validation and the figures it gives the epoch, the pictures drawn
 // from training batches and from a validation. The loop (trainer_loop.cpp) knows no task; adding
@@ -31,10 +31,21 @@ class Task {
   /// The loss's terms in order (detection: box_loss, cls_loss, dfl_loss): results.csv's
   /// train/<term> and val/<term> columns, status.json's and the progress line's losses.
   virtual const std::vector<std::string>& loss_terms() const = 0;
+  /// The validator's metric keys (Ultralytics' DetMetrics.keys: metrics/precision(B), ...):
+  /// results.csv's metrics/ columns.
+  virtual std::vector<std::string> metric_keys() const = 0;
   /// The loss of a training batch on the model's raw outputs (both branches of an end-to-end
   /// head): `total` with gradient, `items` one detached value per term.
   virtual loss::LossOutput loss(const nn::HeadOutputs& outputs, const data::Batch& batch,
                                 torch::Device device) const = 0;
+  /// The loaders' options for this task's labels, given the splits they read (segmentation: the
+  /// masks at mask_ratio, polygons required); the training and validation loaders both take them.
+  virtual void configure_loaders(data::LoaderOptions& options, const data::Dataset& train,
+                                 const data::Dataset& val) const {
+    (void)options;
+    (void)train;
+    (void)val;
+  }
   /// An epoch begins: a loss whose weights change per epoch follows here.
   virtual void start_epoch(std::int64_t epoch, std::int64_t epochs) {
     (void)epoch;
@@ -50,6 +61,10 @@ class Task {
   /// The validation's figures into the epoch's (metrics/*, val/*, fitness).
   virtual void fill_validation(EpochMetrics& m, const ValidationReport& report) const = 0;
 
+  /// An epoch's figures, each 0, in results.csv's order: train/<term> per loss term,
+  /// metric_keys(), val/<term>, lr/pg0-2 (Ultralytics' label_loss_items, metrics.keys, lr).
+  EpochMetrics epoch_metrics() const;
+
   /// train_batchN.jpg: a training batch with its labels.
   virtual void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch,
                                    const std::vector<std::string>& names, const std::filesystem::path& dir) const = 0;
@@ -58,8 +73,18 @@ class Task {
                                const std::filesystem::path& dir) const = 0;
 };
 
+/// Ultralytics' box metric keys with `suffix` "B" (DetMetrics.keys) or "M" (SegmentMetrics' mask
+/// keys): metrics/precision(B), metrics/recall(B), metrics/mAP50(B), metrics/mAP50-95(B).
+std::vector<std::string> box_metric_keys(const std::string& suffix);
+/// Sets the epoch's metrics/*(suffix) figures from `metrics` (P, R, mAP50, mAP50-95).
+void set_box_figures(EpochMetrics& m, const metrics::DetMetrics& metrics, const std::string& suffix);
+/// Sets the epoch's val/<term> figures from the report's mean validation loss (nothing without).
+void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report);
+
 /// The task `model`'s head trains for, with the run's loss gains and recipe (compat=): detection
-/// for YOLOv8 / YOLO11 / YOLO26.
+/// for a Detect head (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head.
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+std::unique_ptr<Task> make_detection_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+std::unique_ptr<Task> make_segmentation_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 
 }  // namespace yolotrain::engine

@@ -1,46 +1,114 @@
-// An epoch's figures by name, and results.csv written from them with Ultralytics' bytes.
+// An epoch's figures by name, as each task lays them out, and results.csv written from them with
+// Ultralytics' bytes.
 #include <ATen/ATen.h>
 
 #include "run_outputs.hpp"
+#include "tasks/task.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
 #include "catch.hpp"
 
 namespace en = yolotrain::engine;
+namespace ytnn = yolotrain::nn;
+
+namespace {
+
+std::vector<std::string> columns_of(const std::string& yaml, const std::string& compat = "8.4") {
+  en::TrainConfig cfg;
+  cfg.model = yaml;
+  cfg.compat = compat;
+  const ytnn::DetectionModel model(ytnn::DetectionModelOptions(yaml).nc(2).ultralytics(compat));
+  std::vector<std::string> names;
+  for (const auto& [name, value] : en::make_task(model, cfg)->epoch_metrics().named()) names.push_back(name);
+  return names;
+}
+
+const std::vector<std::string> kLr{"lr/pg0", "lr/pg1", "lr/pg2"};
+
+std::vector<std::string> joined(std::initializer_list<std::vector<std::string>> parts) {
+  std::vector<std::string> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+}  // namespace
 
 TEST_CASE("an epoch's figures have Ultralytics' names in results.csv's order", "[engine]") {
-  en::EpochMetrics m;
-  m.box_loss = 1.5;
-  m.map50 = 0.25;
-  m.lr_pg2 = 0.001;
-  const auto named = m.named();
-  REQUIRE(named.size() == 13);
-  CHECK(named.front() == std::pair<std::string, double>{"train/box_loss", 1.5});
-  CHECK(named[5] == std::pair<std::string, double>{"metrics/mAP50(B)", 0.25});
-  CHECK(named.back() == std::pair<std::string, double>{"lr/pg2", 0.001});
-  CHECK(m.set("val/cls_loss", 2.0));
-  CHECK(m.val_cls_loss == 2.0);
+  en::EpochMetrics m = en::EpochMetrics::with_columns({"train/box_loss", "metrics/mAP50(B)", "lr/pg2"});
+  CHECK(m.set("metrics/mAP50(B)", 0.25));
+  CHECK(m.named()[1] == std::pair<std::string, double>{"metrics/mAP50(B)", 0.25});
+  CHECK(m.get("metrics/mAP50(B)") == 0.25);
   CHECK(m.set("fitness", 0.7));
   CHECK(m.fitness == 0.7);
+  CHECK(m.get("fitness") == 0.7);
   CHECK_FALSE(m.set("metrics/mAP75(B)", 1.0));
+  CHECK_FALSE(m.get("metrics/mAP75(B)").has_value());
+}
+
+// Ultralytics' save_metrics keys: label_loss_items("train"), the validator's metrics keys,
+// label_loss_items("val"), lr/pg0-2 — loss_names from the criterion (8.4's v8SegmentationLoss:
+// box, seg, cls, dfl, sem; DetMetrics / SegmentMetrics keys).
+TEST_CASE("each task's epoch has its own columns: detection's (B), segmentation's (B) and (M)", "[engine]") {
+  const std::vector<std::string> box = en::box_metric_keys("B"), mask = en::box_metric_keys("M");
+  CHECK(box == std::vector<std::string>{"metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)",
+                                         "metrics/mAP50-95(B)"});
+  CHECK(columns_of("yolo11n.yaml") ==
+        joined({{"train/box_loss", "train/cls_loss", "train/dfl_loss"}, box,
+                {"val/box_loss", "val/cls_loss", "val/dfl_loss"}, kLr}));
+  CHECK(columns_of("yolo26n.yaml") ==
+        joined({{"train/box_loss", "train/cls_loss", "train/l1_loss"}, box,
+                {"val/box_loss", "val/cls_loss", "val/l1_loss"}, kLr}));
+  CHECK(columns_of("yolo11n-seg.yaml") ==
+        joined({{"train/box_loss", "train/seg_loss", "train/cls_loss", "train/dfl_loss", "train/sem_loss"}, box, mask,
+                {"val/box_loss", "val/seg_loss", "val/cls_loss", "val/dfl_loss", "val/sem_loss"}, kLr}));
+  CHECK(columns_of("yolo26n-seg.yaml")[3] == "train/l1_loss");
+  // 8.3's v8SegmentationLoss had four terms: no sem_loss column.
+  CHECK(columns_of("yolov8n-seg.yaml", "8.3") ==
+        joined({{"train/box_loss", "train/seg_loss", "train/cls_loss", "train/dfl_loss"}, box, mask,
+                {"val/box_loss", "val/seg_loss", "val/cls_loss", "val/dfl_loss"}, kLr}));
+}
+
+TEST_CASE("a segmentation epoch takes the box and mask figures of a validation, fitness their sum", "[engine]") {
+  en::TrainConfig cfg;
+  const ytnn::DetectionModel model(ytnn::DetectionModelOptions("yolo11n-seg.yaml").nc(2));
+  const auto task = en::make_task(model, cfg);
+  en::ValidationReport r;
+  r.metrics.mp = 0.5, r.metrics.mr = 0.25, r.metrics.map50 = 0.75, r.metrics.map = 0.5, r.metrics.fitness = 0.5;
+  r.mask_metrics.emplace();
+  r.mask_metrics->mp = 0.4, r.mask_metrics->map50 = 0.6, r.mask_metrics->map = 0.3, r.mask_metrics->fitness = 0.3;
+  r.loss = {1, 2, 3, 4, 5};
+  en::EpochMetrics m = task->epoch_metrics();
+  task->fill_validation(m, r);
+  CHECK(m.get("metrics/mAP50(B)") == 0.75);
+  CHECK(m.get("metrics/precision(M)") == 0.4);
+  CHECK(m.get("metrics/mAP50-95(M)") == 0.3);
+  CHECK(m.get("val/seg_loss") == 2);
+  CHECK(m.get("val/sem_loss") == 5);
+  CHECK(m.fitness == Approx(0.8));  // SegmentMetrics.fitness: seg.fitness() + box fitness
 }
 
 // The header and a row as Ultralytics' save_metrics writes them ("%23s," / "%23.5g,").
 TEST_CASE("results.csv's header and rows are Ultralytics' bytes", "[engine]") {
-  CHECK(en::results_csv_header() ==
+  en::TrainConfig cfg;
+  const ytnn::DetectionModel model(ytnn::DetectionModelOptions("yolo11n.yaml").nc(2));
+  en::EpochMetrics m = en::make_task(model, cfg)->epoch_metrics();
+  CHECK(en::results_csv_header(m) ==
         "                  epoch,         train/box_loss,         train/cls_loss,         train/dfl_loss,"
         "   metrics/precision(B),      metrics/recall(B),       metrics/mAP50(B),    metrics/mAP50-95(B),"
         "           val/box_loss,           val/cls_loss,           val/dfl_loss,                 lr/pg0,"
         "                 lr/pg1,                 lr/pg2\n");
-  en::EpochMetrics m;
   m.epoch = 2;
-  m.box_loss = 3.1173;
-  m.cls_loss = 2.4614;
-  m.dfl_loss = 1.783;
-  m.val_box_loss = 1.3955;
-  m.val_cls_loss = 3.6696;
-  m.val_dfl_loss = 0.77507;
-  m.lr_pg0 = m.lr_pg1 = m.lr_pg2 = 0.00039769;
+  for (const auto& [name, value] : std::vector<std::pair<std::string, double>>{{"train/box_loss", 3.1173},
+                                                                                {"train/cls_loss", 2.4614},
+                                                                                {"train/dfl_loss", 1.783},
+                                                                                {"val/box_loss", 1.3955},
+                                                                                {"val/cls_loss", 3.6696},
+                                                                                {"val/dfl_loss", 0.77507},
+                                                                                {"lr/pg0", 0.00039769},
+                                                                                {"lr/pg1", 0.00039769},
+                                                                                {"lr/pg2", 0.00039769}}) {
+    REQUIRE(m.set(name, value));
+  }
   CHECK(en::results_csv_row(m) ==
         "                      2,                 3.1173,                 2.4614,                  1.783,"
         "                      0,                      0,                      0,                      0,"

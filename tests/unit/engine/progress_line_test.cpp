@@ -5,8 +5,11 @@
 namespace en = yolotrain::engine;
 
 TEST_CASE("the progress line has Ultralytics' columns and a tqdm bar", "[engine]") {
-  CHECK(en::progress_header() ==
-        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size");
+  const std::string header = en::progress_header({"box_loss", "cls_loss", "dfl_loss"});
+  CHECK(header == "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size");
+  // SegmentationTrainer's: its criterion's five terms.
+  CHECK(en::progress_header({"box_loss", "seg_loss", "cls_loss", "dfl_loss", "sem_loss"}) ==
+        "      Epoch    GPU_mem   box_loss   seg_loss   cls_loss   dfl_loss   sem_loss  Instances       Size");
   en::ProgressFigures f;
   f.epoch = 0;
   f.epochs = 30;
@@ -22,7 +25,7 @@ TEST_CASE("the progress line has Ultralytics' columns and a tqdm bar", "[engine]
         "       1/30         0G      3.748      5.815      4.277         42        320:  46%|████▌     | 6/13 "
         "[00:04<00:05,  1.41it/s]");
   CHECK(line.size() ==
-        en::progress_header().size() + std::string(":  46%|████▌     | 6/13 [00:04<00:05,  1.41it/s]").size());
+        header.size() + std::string(":  46%|████▌     | 6/13 [00:04<00:05,  1.41it/s]").size());
 }
 
 TEST_CASE("slow steps show seconds per iteration and long times show hours", "[engine]") {

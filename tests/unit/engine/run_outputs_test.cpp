@@ -16,10 +16,10 @@ namespace out_detail = yolotrain::engine::detail;
 namespace {
 
 EpochMetrics an_epoch() {
-  EpochMetrics m;
+  EpochMetrics m = EpochMetrics::with_columns({"train/box_loss", "metrics/mAP50(B)"});
   m.epoch = 1;
-  m.box_loss = 1.25;
-  m.map50 = 0.5;
+  m.set("train/box_loss", 1.25);
+  m.set("metrics/mAP50(B)", 0.5);
   return m;
 }
 
@@ -33,7 +33,7 @@ std::size_t files_in(const fs::path& dir) {
 void drive(TrainerCallbacks& cb) {
   TrainerProgress p;
   p.batch = p.batches = 1;
-  p.box_loss = 2.0;
+  p.losses = {{"box_loss", 2.0}};
   cb.on_train_epoch_start(p);
   cb.on_batch_end(p);
   cb.on_fit_epoch_end(an_epoch());

@@ -1,0 +1,38 @@
+// What every task shares: the epoch's figures in results.csv's order, the box metrics' names, and
+// which task a model trains for.
+#include "task.hpp"
+
+namespace yolotrain::engine {
+
+EpochMetrics Task::epoch_metrics() const {
+  std::vector<std::string> names;
+  for (const auto& term : loss_terms()) names.push_back("train/" + term);
+  for (auto& key : metric_keys()) names.push_back(std::move(key));
+  for (const auto& term : loss_terms()) names.push_back("val/" + term);
+  for (const char* lr : {"lr/pg0", "lr/pg1", "lr/pg2"}) names.emplace_back(lr);
+  return EpochMetrics::with_columns(names);
+}
+
+std::vector<std::string> box_metric_keys(const std::string& suffix) {
+  const std::string s = "(" + suffix + ")";
+  return {"metrics/precision" + s, "metrics/recall" + s, "metrics/mAP50" + s, "metrics/mAP50-95" + s};
+}
+
+void set_box_figures(EpochMetrics& m, const metrics::DetMetrics& metrics, const std::string& suffix) {
+  const std::vector<std::string> keys = box_metric_keys(suffix);
+  const double values[] = {metrics.mp, metrics.mr, metrics.map50, metrics.map};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (!m.set(keys[i], values[i])) throw Error("the epoch has no figure " + keys[i] + " (Task::metric_keys())");
+  }
+}
+
+void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report) {
+  for (std::size_t i = 0; i < terms.size() && i < report.loss.size(); ++i) m.set("val/" + terms[i], report.loss[i]);
+}
+
+std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
+  if (model->task() == "segment") return make_segmentation_task(model, cfg);
+  return make_detection_task(model, cfg);
+}
+
+}  // namespace yolotrain::engine
