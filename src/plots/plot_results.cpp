@@ -64,27 +64,27 @@ data::Image plot_results(const std::string& results_csv) {
     if (cells.size() != header.size()) continue;  // a torn or foreign row
     for (std::size_t c = 0; c < cells.size(); ++c) columns[c].push_back(std::atof(cells[c].c_str()));
   }
-  auto column = [&](const std::string& wanted) -> const std::vector<double>& {
-    auto it = std::find(header.begin(), header.end(), wanted);
-    const auto dfl = wanted.find("dfl_loss");  // a head without DFL (YOLO26) has l1_loss there
-    std::string name = wanted;
-    if (it == header.end() && dfl != std::string::npos) {
-      name = name.replace(dfl, 3, "l1");
-      it = std::find(header.begin(), header.end(), name);
-    }
-    if (it == header.end()) throw Error("plot_results: results.csv has no column '" + name + "'");
-    return columns[static_cast<std::size_t>(it - header.begin())];
-  };
-  const char* panels[] = {"train/box_loss",    "train/cls_loss",       "train/dfl_loss", "metrics/precision(B)",
-                          "metrics/recall(B)", "val/box_loss",         "val/cls_loss",   "val/dfl_loss",
-                          "metrics/mAP50(B)",  "metrics/mAP50-95(B)"};
-  const std::vector<double>& epochs = column("epoch");
-  const int width = 2400, height = 1200, cols = 5, rows = 2;
+  // Ultralytics 8.4's plot_results: the "loss" columns' first half, the "metric" columns' first
+  // half, then the second halves, in two rows; 200 dpi of a (n + 2) x 6 inch figure.
+  std::vector<std::size_t> losses, metrics;
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    if (header[c].find("loss") != std::string::npos) losses.push_back(c);
+    else if (header[c].find("metric") != std::string::npos) metrics.push_back(c);
+  }
+  std::vector<std::size_t> panels(losses.begin(), losses.begin() + static_cast<long>(losses.size() / 2));
+  panels.insert(panels.end(), metrics.begin(), metrics.begin() + static_cast<long>(metrics.size() / 2));
+  panels.insert(panels.end(), losses.begin() + static_cast<long>(losses.size() / 2), losses.end());
+  panels.insert(panels.end(), metrics.begin() + static_cast<long>(metrics.size() / 2), metrics.end());
+  if (header.empty() || header[0] != "epoch" || panels.size() < 2)
+    throw Error("plot_results: results.csv has no epoch column or no loss and metric columns");
+  const std::vector<double>& epochs = columns[0];
+  const int cols = static_cast<int>(panels.size() / 2), rows = 2;
+  const int width = (static_cast<int>(panels.size()) + 2) * 200, height = 1200;
   cv::Mat canvas(height, width, CV_8UC3, cv::Scalar(255, 255, 255));
   for (int i = 0; i < rows * cols; ++i) {
-    const std::vector<double>& y = column(panels[i]);
+    const std::vector<double>& y = columns[panels[static_cast<std::size_t>(i)]];
     detail::Panel panel;
-    panel.title = header[static_cast<std::size_t>(&y - columns.data())];
+    panel.title = header[panels[static_cast<std::size_t>(i)]];
     panel.series.push_back({epochs, y, detail::kBlue, "results", true, false, 1});
     panel.series.push_back({epochs, gaussian_filter1d(y, 3), detail::kOrange, "smooth", false, true, 1});
     panel.legend = i == 1;  // Ultralytics: ax[1].legend()

@@ -40,7 +40,7 @@ struct EpochMetrics {
   /// The figures called `names`, each 0.
   static EpochMetrics with_columns(const std::vector<std::string>& names);
   /// ("train/box_loss", ...), ("metrics/mAP50(B)", ...), ..., ("lr/pg2", ...): `figures`.
-  const std::vector<std::pair<std::string, double>>& named() const { return figures; }
+  std::vector<std::pair<std::string, double>> named() const { return figures; }
   /// Sets the figure called `name` (one of named(), or "fitness"); false when there is none.
   bool set(const std::string& name, double value);
   /// The figure called `name` (one of named(), or "fitness"); nothing when there is none.

@@ -11,11 +11,13 @@ namespace yolotrain::plots {
 /// Ultralytics smooths the curves of results.png.
 std::vector<double> gaussian_filter1d(const std::vector<double>& y, double sigma);
 
-/// Ultralytics' plot_results of a results.csv (the text): 2 x 5 panels — train box, cls and dfl
-/// loss, precision, recall; val box, cls and dfl loss, mAP50, mAP50-95 — each the series against
-/// the epoch (dots and a line, "results") and its gaussian smoothing (sigma 3, dotted, "smooth"),
-/// the column name as title, 2400 x 1200 px as its 12 x 6 in figure at 200 dpi. Throws
-/// yolotrain::Error for text without those columns.
+/// Ultralytics 8.4's plot_results of a results.csv (the text): two rows of panels — the first half
+/// of the "loss" columns and of the "metric" columns, then the second halves (detection: train box,
+/// cls and dfl loss, precision, recall; val box, cls and dfl loss, mAP50, mAP50-95; segmentation
+/// adds seg_loss, sem_loss and the mask metrics: 2 x 9) — each the series against the epoch (dots
+/// and a line, "results") and its gaussian smoothing (sigma 3, dotted, "smooth"), the column name
+/// as title, its (n + 2) x 6 in figure at 200 dpi (detection 2400 x 1200 px). Throws
+/// yolotrain::Error for text without an epoch column or without loss and metric columns.
 data::Image plot_results(const std::string& results_csv);
 
 }  // namespace yolotrain::plots

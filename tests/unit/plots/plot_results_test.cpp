@@ -41,5 +41,28 @@ TEST_CASE("plot_results draws every epoch of a results.csv and names what is mis
     }
   }
   CHECK(blue > 200);
-  CHECK_THROWS_WITH(yp::plot_results("epoch,train/box_loss\n1,2\n"), Catch::Contains("no column 'train/cls_loss'"));
+  CHECK_THROWS_WITH(yp::plot_results("epoch,lr/pg0\n1,2\n"), Catch::Contains("no loss and metric columns"));
+}
+
+// Ultralytics 8.4 lays the panels out from the columns' names: a segmentation run's ten losses and
+// eight metrics are 2 x 9 panels of a 20 x 6 in figure.
+TEST_CASE("plot_results of a segmentation run has a panel per loss and metric column", "[plots]") {
+  std::string header = "epoch";
+  for (const char* split : {"train", "val"}) {
+    for (const char* t : {"box_loss", "seg_loss", "cls_loss", "dfl_loss", "sem_loss"}) header += std::string(",") + split + "/" + t;
+    if (std::string(split) == "train") {
+      for (const char* k : {"B", "M"}) {
+        for (const char* m : {"precision", "recall", "mAP50", "mAP50-95"}) header += std::string(",metrics/") + m + "(" + k + ")";
+      }
+    }
+  }
+  std::string csv = header + ",lr/pg0,lr/pg1,lr/pg2\n";
+  for (int e = 1; e <= 3; ++e) {
+    csv += std::to_string(e);
+    for (int c = 0; c < 21; ++c) csv += "," + std::to_string(1.0 / (e + c));
+    csv += "\n";
+  }
+  const auto im = yp::plot_results(csv);
+  CHECK(im.width == 4000);
+  CHECK(im.height == 1200);
 }
