@@ -39,6 +39,8 @@ struct Spec {
 const std::vector<Spec>& specs() {
   using C = TrainConfig;
   static const std::vector<Spec> table = {
+      {"task", &C::task, "detect | segment; empty: the model's (segment: seg defaults for model, data, project)",
+       -kInf, kInf, {"detect", "segment"}},
       {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to fine-tune (.pt/.ytckpt/.safetensors)"},
       {"data", &C::data, "dataset YAML, or 'shapes' ('shapes-seg': polygons) for the built-in synthetic dataset"},
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
@@ -311,6 +313,15 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
         if constexpr (std::is_same_v<T, std::string>) this->*member = parse_string(*spec, value);
       },
       spec->member);
+  if (key == "task" && task == "segment") use_segmentation_defaults();
+}
+
+// task=segment: the defaults that name detection's model, data and folder become segmentation's.
+void TrainConfig::use_segmentation_defaults() {
+  const TrainConfig d;
+  if (model == d.model) model = "yolov8n-seg.yaml";
+  if (data == d.data) data = "shapes-seg";
+  if (project == d.project) project = "runs/segment";
 }
 
 // Ultralytics' batch: an integer >= 1, -1 for AutoBatch at 60 % of the GPU's memory, or a

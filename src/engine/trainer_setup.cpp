@@ -105,6 +105,11 @@ void Trainer::Run::build() {
   } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
     throw ConfigError("model=" + cfg.model + ": " + e.what());
   }
+  if (!cfg.task.empty() && cfg.task != model->task()) {  // Ultralytics: the model's task wins
+    say("WARNING conflicting 'task=" + cfg.task + "' passed with 'task=" + model->task() + "' model. Ignoring 'task=" +
+        cfg.task + "' and updating to 'task=" + model->task() + "' to match model.");
+  }
+  cfg.task = model->task();  // args.yaml says which
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
     const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
     say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of " +

@@ -21,6 +21,11 @@ using ConfigError = yolotrain::ConfigError;
 /// what is allowed. Unknown keys are errors that suggest the closest valid ones.
 struct TrainConfig {
   // --- what to train on
+  /// "detect" or "segment"; empty: the model's (as Ultralytics infers it from the model). Setting
+  /// it to segment turns the defaults into segmentation's: model yolov8n.yaml -> yolov8n-seg.yaml,
+  /// data shapes -> shapes-seg, project runs/detect -> runs/segment (values given stay). A model
+  /// of another task wins, with a warning (Ultralytics' "conflicting 'task=...'").
+  std::string task;
   std::string model = "yolov8n.yaml";  ///< model YAML (name or path), or a checkpoint / safetensors
   std::string data = "shapes";         ///< data.yaml, or "shapes" for the built-in synthetic set
   std::int64_t epochs = 100;
@@ -128,6 +133,7 @@ struct TrainConfig {
 
  private:
   void set_batch(const std::string& value);
+  void use_segmentation_defaults();
 };
 
 /// The valid keys closest to `key` (edit distance), best first, at most `n`.
