@@ -40,6 +40,9 @@ void Trainer::Run::restore() {
   ema->updates = state.ema_updates;
   scaler.scale_value = state.scaler_scale;
   scaler.growth_tracker = state.scaler_growth_tracker;
+  // The learning rates the last step trained with, as results.csv's lr/pg* report them at the
+  // epoch's end (a run stopped after an epoch's last batch resumes straight into that end).
+  if (state.batch > 0) schedule(step() - 1);
   saved_step = step();
   say("resumed from step " + std::to_string(step()) + " (epoch " + std::to_string(state.epoch + 1) + ", batch " +
       std::to_string(state.batch) + ")");

@@ -53,17 +53,31 @@ std::string table_row(const std::string& name, std::int64_t images, std::int64_t
   return row + "\n";
 }
 
-// One image's predictions and labels into the validator; with prototypes, their masks too
-// (SegmentationValidator.postprocess and _prepare_batch).
+// The masks of each image's predictions (SegmentationValidator.postprocess: process_mask at the
+// prototypes' resolution); nothing without prototypes.
+std::vector<at::Tensor> prediction_masks(const std::vector<at::Tensor>& preds, const at::Tensor& proto,
+                                         const data::Batch& b) {
+  std::vector<at::Tensor> masks;
+  if (!proto.defined()) return masks;
+  const std::array<std::int64_t, 2> imgsz{b.img.size(2), b.img.size(3)};
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    const at::Tensor& pred = preds[i];
+    masks.push_back(metrics::process_mask(proto[static_cast<std::int64_t>(i)], pred.slice(1, 6), pred.slice(1, 0, 4), imgsz));
+  }
+  return masks;
+}
+
+// One image's predictions and labels into the validator; with masks, the label masks too
+// (SegmentationValidator._prepare_batch).
 void update_image(metrics::Validator& validator, const at::Tensor& pred, const data::Batch& b, std::int64_t i,
-                  const metrics::ImageInfo& info, const at::Tensor& proto, bool overlap) {
+                  const metrics::ImageInfo& info, const at::Tensor& pred_masks, std::array<std::int64_t, 2> mask_hw,
+                  bool overlap) {
   const std::array<std::int64_t, 2> imgsz{b.img.size(2), b.img.size(3)};
   const at::Tensor mine = b.batch_idx == static_cast<float>(i);
   const at::Tensor cls = b.cls.reshape({-1}).index({mine}), boxes = b.bboxes.index({mine});
-  if (!proto.defined()) return validator.update(pred, cls, boxes, imgsz, info);
-  const at::Tensor pred_masks = metrics::process_mask(proto, pred.slice(1, 6), pred.slice(1, 0, 4), imgsz);
+  if (!pred_masks.defined()) return validator.update(pred, cls, boxes, imgsz, info);
   const at::Tensor gt = overlap ? b.masks[i] : b.masks.index({mine});
-  const at::Tensor gt_masks = metrics::label_masks(gt, cls.size(0), overlap, {proto.size(1), proto.size(2)});
+  const at::Tensor gt_masks = metrics::label_masks(gt, cls.size(0), overlap, mask_hw);
   validator.update(pred.slice(1, 0, 6), cls, boxes, imgsz, info, pred_masks, gt_masks);
 }
 
@@ -156,13 +170,16 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
     std::vector<at::Tensor> boxes;  // x1 y1 x2 y2 conf cls, without mask coefficients
     for (auto& p : preds) p = p.to(torch::kCPU), boxes.push_back(p.slice(1, 0, 6));
-    if (pass.plots && b->index < 3)
-      plots::plot_validation_batch(*pass.plots, *b, boxes, pass.net->names(), pass.plot_dir, pass.max_det);
-    const std::vector<metrics::ImageInfo> infos = image_infos(*b);
     const at::Tensor proto = segment ? heads.proto.to(torch::kCPU, torch::kFloat) : at::Tensor();
+    const std::vector<at::Tensor> masks = prediction_masks(preds, proto, *b);
+    if (pass.plots && b->index < 3) {
+      plots::plot_validation_batch(*pass.plots, *b, boxes, pass.net->names(), pass.plot_dir, pass.max_det, masks,
+                                   pass.overlap_mask);
+    }
+    const std::vector<metrics::ImageInfo> infos = image_infos(*b);
     for (std::size_t i = 0; i < preds.size(); ++i) {
-      update_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i],
-                   segment ? proto[static_cast<std::int64_t>(i)] : at::Tensor(), pass.overlap_mask);
+      update_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i], segment ? masks[i] : at::Tensor(),
+                   {segment ? proto.size(2) : 0, segment ? proto.size(3) : 0}, pass.overlap_mask);
     }
   }
   if (was_training) pass.net->train();

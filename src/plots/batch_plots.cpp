@@ -8,8 +8,10 @@
 namespace yolotrain::plots {
 namespace {
 
-ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names) {
+ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names, bool overlap_masks) {
   ImagesPlot p;
+  if (b.masks.defined()) p.masks = b.masks.to(at::kCPU).clone();
+  p.overlap_masks = overlap_masks;
   p.images = b.img.detach().to(at::kCPU).clone();
   p.batch_idx = b.batch_idx.to(at::kCPU).clone();
   p.cls = b.cls.to(at::kCPU).clone();
@@ -21,9 +23,14 @@ ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names
 
 // Ultralytics' output_to_target: one row per detection (image index, class, xywh, conf), drawn on
 // the images of `labels` (their tensor is shared, not copied again).
-ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor>& preds, std::int64_t max_det) {
+ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor>& preds, std::int64_t max_det,
+                          const std::vector<at::Tensor>& pred_masks) {
   ImagesPlot p = labels;
-  std::vector<at::Tensor> idx, cls, boxes, confs;
+  p.masks = at::Tensor();
+  p.overlap_masks = false;
+  std::vector<at::Tensor> idx, cls, boxes, confs, masks;
+  for (const auto& m : pred_masks) masks.push_back(m.to(at::kCPU).slice(0, 0, max_det).gt(0.5).to(at::kByte));
+  if (!masks.empty()) p.masks = at::cat(masks);
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const at::Tensor d = preds[i].detach().to(at::kCPU, at::kFloat).slice(0, 0, max_det);
     const at::Tensor xyxy = d.slice(1, 0, 4);
@@ -50,18 +57,18 @@ void plot_training_labels(PlotWriter& writer, const data::Dataset& set, const st
 }
 
 void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
-                         const std::filesystem::path& dir) {
-  ImagesPlot p = labels_of(batch, names);
+                         const std::filesystem::path& dir, bool overlap_masks) {
+  ImagesPlot p = labels_of(batch, names, overlap_masks);
   writer.submit(dir / ("train_batch" + std::to_string(batch.index) + ".jpg"),
                 [p = std::move(p)] { return plot_images(p); });
 }
 
 void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
                            const std::vector<std::string>& names, const std::filesystem::path& dir,
-                           std::int64_t max_det) {
+                           std::int64_t max_det, const std::vector<at::Tensor>& pred_masks, bool overlap_masks) {
   const std::string stem = "val_batch" + std::to_string(batch.index);
-  ImagesPlot labels = labels_of(batch, names);
-  ImagesPlot predictions = predictions_of(labels, preds, max_det);
+  ImagesPlot labels = labels_of(batch, names, overlap_masks);
+  ImagesPlot predictions = predictions_of(labels, preds, max_det, pred_masks);
   writer.submit(dir / (stem + "_labels.jpg"), [p = std::move(labels)] { return plot_images(p); });
   writer.submit(dir / (stem + "_pred.jpg"), [p = std::move(predictions)] { return plot_images(p); });
 }

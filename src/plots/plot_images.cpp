@@ -28,6 +28,56 @@ std::string class_name(const std::vector<std::string>& names, std::int64_t c) {
 
 }  // namespace
 
+namespace {
+
+// The masks of image `i`'s boxes (`boxes`: their rows in the plot), each [h, w] 0/1.
+std::vector<at::Tensor> masks_of_image(const ImagesPlot& p, int i, const std::vector<std::int64_t>& boxes) {
+  std::vector<at::Tensor> out;
+  const at::Tensor m = p.masks.to(at::kCPU);
+  for (std::size_t k = 0; k < boxes.size(); ++k) {
+    out.push_back(p.overlap_masks ? m[i].eq(static_cast<float>(k + 1)) : m[boxes[k]].gt(0));
+  }
+  return out;
+}
+
+// Ultralytics' plot_images mask step: the mask resized to the tile (cv2.resize of the uint8 0/1
+// mask, bilinear), its pixels blended as image * 0.4 + colour * 0.6.
+void blend_mask(data::Image& out, const at::Tensor& mask, const cv::Rect& tile, std::int64_t cls) {
+  const at::Tensor bytes = mask.to(at::kByte).contiguous();
+  cv::Mat m(static_cast<int>(bytes.size(0)), static_cast<int>(bytes.size(1)), CV_8UC1, bytes.data_ptr());
+  cv::Mat resized;
+  if (m.rows != tile.height || m.cols != tile.width) cv::resize(m, resized, tile.size());
+  else resized = m;
+  cv::Mat im(out.height, out.width, CV_8UC3, out.pixels.data());
+  const std::array<std::uint8_t, 3> color = class_color(cls);
+  for (int r = 0; r < tile.height && tile.y + r < out.height; ++r) {
+    auto* px = im.ptr<std::uint8_t>(tile.y + r) + 3 * tile.x;
+    const auto* mk = resized.ptr<std::uint8_t>(r);
+    for (int c = 0; c < tile.width && tile.x + c < out.width; ++c) {
+      if (!mk[c]) continue;
+      for (int ch = 0; ch < 3; ++ch) {
+        px[3 * c + ch] = static_cast<std::uint8_t>(px[3 * c + ch] * 0.4 + color[static_cast<std::size_t>(ch)] * 0.6);
+      }
+    }
+  }
+}
+
+// The masks of tile `i`'s boxes (those drawn: every label, predictions above conf_thres).
+void draw_masks(data::Image& out, const ImagesPlot& p, int i, const cv::Rect& tile, const at::Tensor& idx,
+                const at::Tensor& cls, const at::Tensor& confs) {
+  std::vector<std::int64_t> rows;
+  for (std::int64_t j = 0; j < idx.size(0); ++j) {
+    if (idx[j].item<std::int64_t>() == i) rows.push_back(j);
+  }
+  const std::vector<at::Tensor> masks = masks_of_image(p, i, rows);
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (confs.defined() && !(confs[rows[k]].item<float>() > p.conf_thres)) continue;
+    blend_mask(out, masks[k], tile, cls[rows[k]].item<std::int64_t>());
+  }
+}
+
+}  // namespace
+
 data::Image plot_images(const ImagesPlot& p) {
   if (!p.images.defined() || p.images.dim() != 4 || p.images.size(1) != 3) {
     throw Error("plot_images: images must be [B, 3, H, W]");
@@ -94,6 +144,7 @@ data::Image plot_images(const ImagesPlot& p) {
       draw_box_label(out, std::trunc(cx - bw / 2 + x), std::trunc(cy - bh / 2 + y), std::trunc(cx + bw / 2 + x),
                               std::trunc(cy + bh / 2 + y), text, c, lw);
     }
+    if (p.masks.defined()) draw_masks(out, p, i, cv::Rect(x, y, w, h), idx, cls, confs);
   }
   return out;
 }

@@ -72,7 +72,7 @@ TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-i
   CHECK_THAT(straight.output, Catch::Contains("box_loss   seg_loss   cls_loss   dfl_loss   sem_loss  Instances"));
   CHECK_THAT(straight.output, Catch::Contains("Box(P          R      mAP50  mAP50-95)     Mask(P"));
   const fs::path run = tmp / "straight" / "run";
-  CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: segment"));
+  CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"segment\""));
   const Csv csv = read_results(run / "results.csv");
   CHECK(csv.names == std::vector<std::string>{
                          "epoch",           "train/box_loss",       "train/seg_loss",      "train/cls_loss",
@@ -98,6 +98,8 @@ TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-i
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
   CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
+  // The stop may fall on the epoch's last batch: the resumed epoch's end reports the learning rates
+  // that batch trained with.
   CHECK(yt::slurp(dir / "results.csv") == yt::slurp(run / "results.csv"));
 }
 

@@ -17,17 +17,21 @@ namespace yolotrain::plots {
 /// plot_training_labels. Copies the boxes.
 void plot_training_labels(PlotWriter& writer, const data::Dataset& set, const std::filesystem::path& dir);
 
-/// Queues `dir/train_batch<index>.jpg`: the augmented batch with its labels, as Ultralytics'
-/// plot_training_samples. Copies what it needs, so `batch` may change after the call.
+/// Queues `dir/train_batch<index>.jpg`: the augmented batch with its labels (and its masks when it
+/// has them: index masks when `overlap_masks`), as Ultralytics' plot_training_samples. Copies what
+/// it needs, so `batch` may change after the call.
 void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
-                         const std::filesystem::path& dir);
+                         const std::filesystem::path& dir, bool overlap_masks = true);
 
 /// Queues `dir/val_batch<index>_labels.jpg` (the labels) and `dir/val_batch<index>_pred.jpg`
 /// (the predictions above conf 0.25 with "name conf"), as Ultralytics' plot_val_samples and
 /// plot_predictions. `preds` are the batch's post-NMS rows per image (x1, y1, x2, y2, conf, cls)
-/// in the batch images' pixels; at most `max_det` per image are drawn.
+/// in the batch images' pixels; at most `max_det` per image are drawn. A segmentation model's
+/// pictures have the masks too: the batch's label masks (index masks when `overlap_masks`) and
+/// `pred_masks`, per image [n, h, w] 0/1 in the predictions' order (empty: none).
 void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
                            const std::vector<std::string>& names, const std::filesystem::path& dir,
-                           std::int64_t max_det = 300);
+                           std::int64_t max_det = 300, const std::vector<at::Tensor>& pred_masks = {},
+                           bool overlap_masks = true);
 
 }  // namespace yolotrain::plots

@@ -16,6 +16,11 @@ struct ImagesPlot {
   at::Tensor cls;        ///< [N] (or [N, 1]) class indices
   at::Tensor bboxes;     ///< [N, 4] xywh: normalised (all <= 1.1) or in pixels of the batch images
   at::Tensor confs;      ///< [N] confidences of predictions; undefined for labels
+  /// Instance masks at any resolution (resized to each tile): [B, h, w] index masks when
+  /// `overlap_masks` (pixel k = the image's k-th box, 1-based, 0 background), else [N, h, w] 0/1,
+  /// one per box; undefined: none.
+  at::Tensor masks;
+  bool overlap_masks = false;
   std::vector<std::string> paths;  ///< each image's file (its name is written in the tile)
   std::vector<std::string> names;  ///< class names by index
   int max_size = 1920;             ///< the mosaic's longest side at most
@@ -26,7 +31,8 @@ struct ImagesPlot {
 /// Ultralytics' plot_images (utils/plotting.py): up to 16 images in a square grid filled column
 /// by column on white, scaled so the mosaic's side is at most max_size, a white border and the
 /// file name on each tile, every label box with its class name (predictions above conf_thres with
-/// "name 0.8"), in the class palette of class_color() (box_label.hpp). Returns the mosaic (BGR). Text is
+/// "name 0.8"), in the class palette of class_color() (box_label.hpp), then each drawn box's mask
+/// blended over its tile (0.4 image + 0.6 class colour). Returns the mosaic (BGR). Text is
 /// OpenCV's Hershey font, where Ultralytics draws with PIL and Arial.
 data::Image plot_images(const ImagesPlot& plot);
 

@@ -88,7 +88,7 @@ class SegmentationTask : public Task {
 
   void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
                            const std::filesystem::path& dir) const override {
-    plots::plot_training_batch(writer, batch, names, dir);
+    plots::plot_training_batch(writer, batch, names, dir, overlap_);
   }
 
   void plot_validation(plots::PlotWriter& writer, const ValidationReport& report,
