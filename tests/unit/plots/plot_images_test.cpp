@@ -62,3 +62,39 @@ TEST_CASE("plot_images draws predictions above conf_thres only, and pixel boxes 
   REQUIRE(small.width == 64);
   CHECK(has_class_color(small, 20, 8, 0, 70));
 }
+
+// Ultralytics' plot_images with masks: each drawn box's mask, resized to its tile, blended as
+// image * 0.4 + class colour * 0.6; index masks (overlap) name the image's k-th box by k.
+TEST_CASE("plot_images blends each instance's mask in its class colour", "[plots]") {
+  yp::ImagesPlot p;
+  p.images = at::zeros({1, 3, 64, 64}, at::kByte);
+  p.batch_idx = at::zeros({2});
+  p.cls = at::tensor({1.0F, 3.0F});
+  p.bboxes = at::tensor({0.25F, 0.5F, 0.5F, 1.0F, 0.75F, 0.5F, 0.5F, 1.0F}).reshape({2, 4});
+  p.masks = at::zeros({1, 16, 16});
+  p.masks.slice(2, 0, 8).fill_(1);   // the left half: box 1
+  p.masks.slice(2, 8, 16).slice(1, 0, 8).fill_(2);  // the top right quarter: box 2
+  p.overlap_masks = true;
+  const auto im = yp::plot_images(p);
+  const auto blended = [](std::int64_t c) {
+    auto col = yolotrain::plots::class_color(c);
+    for (auto& v : col) v = static_cast<std::uint8_t>(v * 0.6);
+    return col;
+  };
+  const auto at_pixel = [&](int y, int x) {
+    const std::uint8_t* px = im.pixel(y, x);
+    return std::array<std::uint8_t, 3>{px[0], px[1], px[2]};
+  };
+  CHECK(at_pixel(40, 16) == blended(1));
+  CHECK(at_pixel(16, 48) == blended(3));
+  CHECK(at_pixel(48, 48) == std::array<std::uint8_t, 3>{0, 0, 0});  // no instance: the image
+  // A prediction below conf_thres has neither box nor mask.
+  p.confs = at::tensor({0.9F, 0.1F});
+  p.masks = at::zeros({2, 16, 16});
+  p.masks[0].slice(1, 0, 8).fill_(1);
+  p.masks[1].slice(1, 8, 16).fill_(1);
+  p.overlap_masks = false;
+  const auto pred = yp::plot_images(p);
+  CHECK(pred.pixel(40, 16)[0] == blended(1)[0]);
+  CHECK(pred.pixel(16, 48)[0] == 0);
+}
