@@ -1,5 +1,7 @@
 #include "yolotrain/predict/annotate.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -7,8 +9,38 @@
 
 namespace yolotrain::predict {
 
+void draw_masks(data::Image& image, const std::vector<Detection>& boxes, float alpha) {
+  std::vector<std::array<float, 3>> colors;  // colors(cls, bgr=True) / 255 * alpha
+  std::vector<const Detection*> masked;
+  const std::size_t pixels = static_cast<std::size_t>(image.height) * static_cast<std::size_t>(image.width);
+  for (const auto& d : boxes) {
+    if (d.mask.size() != pixels) continue;
+    const auto c = plots::class_color(d.cls);
+    colors.push_back({c[0] / 255.0F * alpha, c[1] / 255.0F * alpha, c[2] / 255.0F * alpha});
+    masked.push_back(&d);
+  }
+  if (masked.empty()) return;
+  for (std::size_t i = 0; i < pixels; ++i) {
+    float inv = 1.0F;
+    std::array<float, 3> mcs{0, 0, 0};
+    bool any = false;
+    for (std::size_t k = 0; k < masked.size(); ++k) {
+      const float m = masked[k]->mask[i] ? 1.0F : 0.0F;
+      inv *= 1.0F - m * alpha;
+      for (int ch = 0; ch < 3; ++ch) mcs[ch] = std::max(mcs[ch], m * colors[k][ch]);
+      any = any || m > 0;
+    }
+    if (!any) continue;  // (x / 255 * 1 + 0) * 255 gives x back
+    std::uint8_t* px = image.pixels.data() + 3 * i;
+    for (int ch = 0; ch < 3; ++ch) {
+      px[ch] = static_cast<std::uint8_t>((static_cast<float>(px[ch]) / 255.0F * inv + mcs[ch]) * 255.0F);
+    }
+  }
+}
+
 void draw_detections(data::Image& image, const std::vector<Detection>& boxes, const AnnotateOptions& options) {
   if (image.empty()) return;
+  draw_masks(image, boxes);
   const int lw = options.line_width > 0
                      ? options.line_width
                      : std::max(static_cast<int>(std::nearbyint((image.height + image.width + 3) / 2.0 * 0.003)), 2);

@@ -40,13 +40,21 @@ std::string g(double v) {
   return buf;
 }
 
-// Results.save_txt: "cls xc yc w h [conf]" normalised to the original image, appended.
+// Results.save_txt: "cls xc yc w h [conf]" normalised to the original image (a segmentation
+// model's: "cls x1 y1 x2 y2 ... [conf]", its outline, masks.xyn), appended.
 void append_labels(const fs::path& file, const Prediction& p, bool save_conf) {
   std::ofstream f(file, std::ios::app);
   for (const auto& d : p.boxes) {
     const double w = p.orig_w, h = p.orig_h;
-    f << d.cls << ' ' << g((d.x1 + d.x2) / 2.0 / w) << ' ' << g((d.y1 + d.y2) / 2.0 / h) << ' '
-      << g((d.x2 - d.x1) / w) << ' ' << g((d.y2 - d.y1) / h);
+    f << d.cls;
+    if (!d.mask.empty()) {  // float32 as numpy divides: coords /= img0_w
+      for (std::size_t i = 0; i + 1 < d.polygon.size(); i += 2) {
+        f << ' ' << g(d.polygon[i] / static_cast<float>(p.orig_w)) << ' ' << g(d.polygon[i + 1] / static_cast<float>(p.orig_h));
+      }
+    } else {
+      f << ' ' << g((d.x1 + d.x2) / 2.0 / w) << ' ' << g((d.y1 + d.y2) / 2.0 / h) << ' ' << g((d.x2 - d.x1) / w) << ' '
+        << g((d.y2 - d.y1) / h);
+    }
     if (save_conf) f << ' ' << g(d.conf);
     f << '\n';
   }

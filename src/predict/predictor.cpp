@@ -11,6 +11,7 @@
 
 #include "../engine/run_folder.hpp"
 #include "cpu_forward.hpp"
+#include "instance_masks.hpp"
 #include "onednn_net.hpp"
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/error.hpp"
@@ -44,6 +45,7 @@ struct Predictor::Impl {
   c10::MemoryFormat format = c10::MemoryFormat::Contiguous;
   std::unique_ptr<detail::OnednnNet> onednn;  // the CPU forward when it runs this model
   std::string forward;                        // its label, or libtorch's
+  bool segment = false;                       // a Segment head: masks too
 
   void compile_onednn(const detail::CpuForward& how);
 
@@ -63,11 +65,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.names = w.names;
   m.description = w.description;
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
-  if (m.net->task() == "segment") {
-    throw Error("predict: " + weights.string() + " is a segmentation model (" + w.model_yaml +
-                "): its masks are not predicted yet (nn::DetectionModel::forward_heads gives the prototypes and "
-                "coefficients); predict with a detection model");
-  }
+  m.segment = m.net->task() == "segment";
   if (!options.end2end) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
   options.imgsz_w = nn::check_imgsz(options.imgsz_w, m.net->max_stride());
@@ -76,7 +74,10 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
   m.net->to(m.device, m.dtype);
-  if (m.device.is_cpu() && how.onednn) {
+  if (m.device.is_cpu() && how.onednn && m.segment) {
+    std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a segmentation head's "
+                 "prototypes yet" << std::endl;
+  } else if (m.device.is_cpu() && how.onednn) {
     if (options.fuse) {
       m.compile_onednn(how);
     } else if (options.forward != "auto") {
@@ -123,7 +124,14 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   const double pre = ms_since(t0);
 
   const auto t1 = Clock::now();
-  at::Tensor out = onednn ? onednn->predict(x) : net->predict(x);
+  at::Tensor out, proto;
+  if (segment) {
+    const nn::HeadOutputs heads = net->forward_heads(x);
+    out = net->head()->inference(heads);
+    proto = heads.proto.to(at::kCPU, at::kFloat);
+  } else {
+    out = onednn ? onednn->predict(x) : net->predict(x);
+  }
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
   const double infer = ms_since(t1);
 
@@ -136,6 +144,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   nms.agnostic = options.agnostic_nms;
   nms.multi_label = false;
   nms.end2end = net->head()->end2end();  // YOLO26: the top-k needs no NMS
+  if (segment) nms.nc = net->nc();       // the mask coefficients ride along
   const std::vector<at::Tensor> kept = metrics::non_max_suppression(out.to(at::kFloat), nms);
   const std::array<std::int64_t, 2> input_shape{x.size(2), x.size(3)};
   std::vector<Prediction> preds;
@@ -146,12 +155,21 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
     p.input_h = static_cast<int>(x.size(2));
     p.input_w = static_cast<int>(x.size(3));
     at::Tensor det = kept[i].to(at::kCPU).contiguous();
+    detail::InstanceMasks masks =
+        segment ? detail::instance_masks(det, proto[static_cast<std::int64_t>(i)], input_shape, {p.orig_h, p.orig_w},
+                                         options.retina_masks)
+                : detail::InstanceMasks{};
+    if (segment) det = masks.detections;
     at::Tensor xyxy = det.slice(1, 0, 4);
-    metrics::scale_boxes(input_shape, xyxy, {p.orig_h, p.orig_w});
+    if (!segment) metrics::scale_boxes(input_shape, xyxy, {p.orig_h, p.orig_w});
     const auto a = det.accessor<float, 2>();
     for (std::int64_t r = 0; r < det.size(0); ++r) {
-      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), ""};
+      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), "", {}, {}};
       d.name = d.cls >= 0 && d.cls < static_cast<std::int64_t>(names.size()) ? names[d.cls] : std::to_string(d.cls);
+      if (segment) {
+        d.mask = std::move(masks.bitmaps[static_cast<std::size_t>(r)]);
+        d.polygon = std::move(masks.polygons[static_cast<std::size_t>(r)]);
+      }
       p.boxes.push_back(std::move(d));
     }
     preds.push_back(std::move(p));

@@ -16,8 +16,13 @@ struct AnnotateOptions {
   bool show_conf = true;     ///< include the confidence in the label
 };
 
-/// Draws `boxes` on `image` as Ultralytics' Results.plot() does with OpenCV: lowest confidence
-/// first; each box an anti-aliased rectangle in its class colour, its label ("name 0.87") in
+/// Blends the detections' masks (Detection::mask, those of the image's size) into `image` as
+/// Ultralytics 8.4's Annotator.masks does: per pixel, image * prod(1 - m * alpha) + max(m * colour *
+/// alpha) in float32, each mask in its class colour, truncated to bytes.
+void draw_masks(data::Image& image, const std::vector<Detection>& boxes, float alpha = 0.5F);
+
+/// Draws `boxes` on `image` as Ultralytics' Results.plot() does with OpenCV: their masks first
+/// (draw_masks()), then the boxes, lowest confidence first; each box an anti-aliased rectangle in its class colour, its label ("name 0.87") in
 /// label_text_color() on a filled box of that colour above the box (below the top edge when there
 /// is no room above, shifted left to stay inside the image).
 void draw_detections(data::Image& image, const std::vector<Detection>& boxes, const AnnotateOptions& options = {});

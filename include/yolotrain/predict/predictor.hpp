@@ -36,6 +36,9 @@ struct PredictOptions {
   /// forward (or float32 for bf16) and the Predictor says why. Predictor::forward() names the one
   /// that runs.
   std::string forward = "auto";
+  /// Segmentation models: the masks computed at the original image's resolution (Ultralytics'
+  /// retina_masks: process_mask_native) instead of at the network input's, then scaled.
+  bool retina_masks = false;
 };
 
 /// One detected object, in the original image's pixels.
@@ -44,6 +47,14 @@ struct Detection {
   float conf = 0;                        ///< confidence (class score after the sigmoid)
   std::int64_t cls = 0;                  ///< class index
   std::string name;                      ///< class name
+  /// A segmentation model's mask of the object: 0/1 per pixel of the original image, row-major
+  /// (orig_h x orig_w). Ultralytics' mask at the network input (process_mask, upsample=True),
+  /// scaled to the image as its scale_masks does (> 0.5); with retina_masks, computed there
+  /// (process_mask_native). Empty for a detection model.
+  std::vector<std::uint8_t> mask;
+  /// The mask's outline in the original image's pixels, x y pairs (Ultralytics' masks.xy:
+  /// masks2segments of the mask it computed, scaled to the image). Empty for a detection model.
+  std::vector<float> polygon;
 };
 
 /// Milliseconds per image of the three stages, as Ultralytics' `Results.speed`.
@@ -69,7 +80,9 @@ struct PixelView {
   std::size_t row_bytes = 0;
 };
 
-/// Runs a YOLOv8 detection model on images as Ultralytics' DetectionPredictor does: LetterBox
+/// Runs a YOLO detection model on images as Ultralytics' DetectionPredictor does (a segmentation
+/// model as its SegmentationPredictor: each detection's mask and outline too, detections whose
+/// mask is empty dropped): LetterBox
 /// to `imgsz` with the minimal padding to a multiple of the stride when the batch's images share
 /// one size (else the full imgsz), BGR -> RGB, /255, the network in inference mode (Conv+BN
 /// fused; on the CPU run by oneDNN's primitives directly, docs/predict.md), NMS without
