@@ -127,6 +127,7 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
 
   detail::EmitContext context;
   context.output = "output0";
+  context.proto_output = "output1";
   detail::DetectShapes& shapes = context.shapes;
   shapes.dynamic = options.dynamic;
   for (double s : model.strides()) {
@@ -141,12 +142,17 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
   OnnxGraph g(graph);
   emit_layers(g, model, context);
   const bool end2end = model.head()->end2end();
-  if (end2end) {  // Ultralytics 8.4: (N, max_det, 6), no NMS
+  const std::int64_t nm = model.head()->options.nm();  // a Segment head's mask coefficients
+  if (end2end) {  // Ultralytics 8.4: (N, max_det, 6 (+ nm)), no NMS
     const std::int64_t k = dyn ? model.head()->options.max_det() : std::min(model.head()->options.max_det(), anchors);
-    set_shape(*graph.add_output(), "output0", {options.batch, k, 6}, {dyn ? "batch" : "", "", ""});
+    set_shape(*graph.add_output(), "output0", {options.batch, k, 6 + nm}, {dyn ? "batch" : "", "", ""});
   } else {
-    set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc(), anchors},
+    set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc() + nm, anchors},
               {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
+  }
+  if (nm > 0) {  // Ultralytics' output1: the prototypes at a quarter of the input
+    set_shape(*graph.add_output(), "output1", {options.batch, nm, options.imgsz_h / 4, options.imgsz_w / 4},
+              {dyn ? "batch" : "", "", dyn ? "mask_height" : "", dyn ? "mask_width" : ""});
   }
 
   const std::string imgsz = "[" + std::to_string(options.imgsz_h) + ", " + std::to_string(options.imgsz_w) + "]";
@@ -155,7 +161,7 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                        {"date", metadata.date},
                        {"version", version()},
                        {"stride", std::to_string(stride)},
-                       {"task", "detect"},
+                       {"task", model.task()},
                        {"batch", std::to_string(options.batch)},
                        {"imgsz", imgsz},
                        {"names", names_repr(metadata.names)}});

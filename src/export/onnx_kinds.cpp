@@ -23,6 +23,17 @@ std::string emit_detect(OnnxGraph& g, torch::nn::Module& layer, const std::vecto
   return emit(g, *layer.as<nn::DetectImpl>(), in, context.shapes, context.output);
 }
 
+// Segment / Segment26: the prototypes (output1), then the head with its mask coefficients (output0).
+std::string emit_segment(OnnxGraph& g, torch::nn::Module& layer, const std::vector<std::string>& in,
+                         const EmitContext& context) {
+  auto& head = *layer.as<nn::DetectImpl>();
+  {
+    auto scope = g.scope("proto");
+    emit(g, *head.proto, in, context.proto_output);
+  }
+  return emit(g, head, in, context.shapes, context.output);
+}
+
 }  // namespace
 
 KindEmitter find_kind_emitter(const std::string& kind) {
@@ -31,7 +42,8 @@ KindEmitter find_kind_emitter(const std::string& kind) {
       {"C2f", emit_one<nn::C2fImpl>},           {"C3k2", emit_one<nn::C2fImpl>},
       {"Bottleneck", emit_one<nn::BottleneckImpl>}, {"SPPF", emit_one<nn::SPPFImpl>},
       {"C2PSA", emit_one<nn::C2PSAImpl>},       {"Upsample", emit_one<nn::UpsampleImpl>},
-      {"Concat", emit_concat},                  {"Detect", emit_detect}};
+      {"Concat", emit_concat},                  {"Detect", emit_detect},
+      {"Segment", emit_segment},                {"Segment26", emit_segment}};
   const auto it = emitters.find(kind);
   return it == emitters.end() ? nullptr : it->second;
 }

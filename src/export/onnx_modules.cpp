@@ -234,8 +234,9 @@ namespace {
 
 // Ultralytics 8.4's Detect.postprocess / get_topk_index on [B, A, 4 + nc] (xyxy, scores): the k
 // anchors of highest class score, then the k best (anchor, class) pairs among them ->
-// [B, k, 6] = x1 y1 x2 y2, score, class. TopK, GatherElements, Div and Mod on int64, Cast.
-std::string end2end_topk(OnnxGraph& g, const std::string& preds, std::int64_t nc, std::int64_t k,
+// [B, k, 6] = x1 y1 x2 y2, score, class (then a Segment26's nm mask coefficients of those anchors,
+// as Segment.postprocess). TopK, GatherElements, Div and Mod on int64, Cast.
+std::string end2end_topk(OnnxGraph& g, const std::string& preds, std::int64_t nc, std::int64_t nm, std::int64_t k,
                          const std::string& output) {
   auto scope = g.scope("postprocess");
   const std::string boxes = slice(g, preds, 0, 4, 2), scores = slice(g, preds, 4, 4 + nc, 2);
@@ -255,9 +256,13 @@ std::string end2end_topk(OnnxGraph& g, const std::string& preds, std::int64_t nc
       g.node("Cast", {g.node("Mod", {top[1], nc_const})}, {{"to", std::int64_t{onnx::TensorProto::FLOAT}}});
   const std::string idx = g.node("GatherElements", {ori_index, reshape(g, anchor_of, {0, k, 1})},
                                  {{"axis", std::int64_t{1}}});  // [B, k, 1]
-  const std::string kept = g.node(
-      "GatherElements", {boxes, g.node("Expand", {idx, g.constant(Ints{1, 1, 4}, {3})})}, {{"axis", std::int64_t{1}}});
-  return concat(g, {kept, reshape(g, top[0], {0, k, 1}), reshape(g, cls, {0, k, 1})}, 2, output);
+  const auto gather = [&](const std::string& values, std::int64_t channels) {
+    return g.node("GatherElements", {values, g.node("Expand", {idx, g.constant(Ints{1, 1, channels}, {3})})},
+                  {{"axis", std::int64_t{1}}});
+  };
+  std::vector<std::string> parts{gather(boxes, 4), reshape(g, top[0], {0, k, 1}), reshape(g, cls, {0, k, 1})};
+  if (nm > 0) parts.push_back(gather(slice(g, preds, 4 + nc, 4 + nc + nm, 2), nm));
+  return concat(g, parts, 2, output);
 }
 
 }  // namespace
@@ -269,7 +274,8 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
   const bool end2end = head.end2end();  // the one-to-one branch, decoded to xyxy, then the top-k
   auto& box_heads = end2end ? head.one2one_cv2 : head.cv2;
   auto& cls_heads = end2end ? head.one2one_cv3 : head.cv3;
-  std::vector<std::string> flat, anchors, strides;
+  const std::int64_t nm = head.options.nm();
+  std::vector<std::string> flat, anchors, strides, coefficients;
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string box, cls;
     {
@@ -279,6 +285,10 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
     {
       auto a = g.scope(end2end ? "one2one_cv3" : "cv3"), b = g.scope(std::to_string(i));
       cls = branch(g, *cls_heads[i], xs[i]);
+    }
+    if (nm > 0) {  // Segment: the mask coefficients [B, nm, h * w]
+      auto a = g.scope(end2end ? "one2one_cv4" : "cv4"), b = g.scope(std::to_string(i));
+      coefficients.push_back(reshape(g, branch(g, *(end2end ? head.one2one_cv4 : head.cv4)[i], xs[i]), {0, nm, -1}));
     }
     const std::string level = concat(g, {box, cls}, 1);  // [B, no, h, w]
     flat.push_back(reshape(g, level, {0, no, -1}));
@@ -319,11 +329,13 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
   }
   const std::string dbox = g.node("Mul", {box, stride_tensor});
   const std::string scores = g.node("Sigmoid", {slice(g, x_cat, 4 * reg, no, 1)});
-  if (!end2end) return concat(g, {dbox, scores}, 1, output);
-  const std::string preds = g.node("Transpose", {concat(g, {dbox, scores}, 1)}, {{"perm", Ints{0, 2, 1}}});
+  std::vector<std::string> parts{dbox, scores};
+  if (nm > 0) parts.push_back(concat(g, coefficients, 2));  // Segment._inference: cat(boxes, scores, coefficients)
+  if (!end2end) return concat(g, parts, 1, output);
+  const std::string preds = g.node("Transpose", {concat(g, parts, 1)}, {{"perm", Ints{0, 2, 1}}});
   // Ultralytics exports k = max_det; fewer anchors than that (a tiny input) keep them all.
   const std::int64_t k = anchor_count > 0 ? std::min(head.options.max_det(), anchor_count) : head.options.max_det();
-  return end2end_topk(g, preds, head.options.nc(), k, output);
+  return end2end_topk(g, preds, head.options.nc(), nm, k, output);
 }
 
 }  // namespace yolotrain::exporter::detail

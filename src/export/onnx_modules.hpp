@@ -12,6 +12,7 @@
 #include "yolotrain/nn/block.hpp"
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/nn/detect.hpp"
+#include "yolotrain/nn/proto.hpp"
 
 namespace yolotrain::exporter::detail {
 
@@ -47,6 +48,7 @@ struct DetectShapes {
 struct EmitContext {
   DetectShapes shapes;
   std::string output;  ///< the graph output's name (for the head)
+  std::string proto_output;  ///< a segmentation head's prototypes' graph output (Ultralytics' output1)
 };
 
 /// The ONNX form of one layer kind (keyed by nn::LayerKind::name): adds the layer's nodes, returns
@@ -57,9 +59,15 @@ using KindEmitter = std::string (*)(OnnxGraph& g, torch::nn::Module& layer, cons
 /// The emitter of layer kind `kind` (src/export/onnx_kinds.cpp), or nullptr when it has no ONNX form.
 KindEmitter find_kind_emitter(const std::string& kind);
 
-/// The decoded head: per level the box and class branches, then over all anchors DFL, dist2bbox
-/// (xywh, times the stride) and the class sigmoid, written to `output` as [B, 4 + nc, A].
+/// The decoded head: per level the box and class branches (and a Segment head's mask
+/// coefficients), then over all anchors DFL, dist2bbox (xywh, times the stride) and the class
+/// sigmoid, written to `output` as [B, 4 + nc (+ nm), A]; an end-to-end head's top-k as
+/// [B, k, 6 (+ nm)].
 std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& xs, const DetectShapes& shapes,
                  const std::string& output);
+
+/// A segmentation head's Proto (Proto26 too) on the head's inputs `xs`, written to `output` as the
+/// prototypes [B, nm, 2 * H3, 2 * W3] (src/export/onnx_proto.cpp).
+std::string emit(OnnxGraph& g, nn::ProtoImpl& proto, const std::vector<std::string>& xs, const std::string& output);
 
 }  // namespace yolotrain::exporter::detail

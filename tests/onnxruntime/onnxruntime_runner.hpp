@@ -33,6 +33,8 @@ inline std::optional<std::string> onnxruntime_missing() {
 /// What one run_onnx.js call returned.
 struct OnnxRuntimeResult {
   at::Tensor output;       ///< the first output, float32
+  std::vector<at::Tensor> outputs;  ///< every output in the graph's order (outputs[0] is `output`)
+  std::vector<std::string> output_names;
   std::vector<double> ms;  ///< milliseconds of each session.run
   std::string output_name, input_name;
 };
@@ -65,11 +67,16 @@ inline OnnxRuntimeResult run_onnxruntime(const std::filesystem::path& model, con
   r.output_name = j.at("name").get<std::string>();
   r.input_name = j.at("input").get<std::string>();
   r.ms = j.at("ms").get<std::vector<double>>();
-  const auto shape = j.at("dims").get<std::vector<std::int64_t>>();
-  r.output = at::empty(shape, at::kFloat);
-  std::ifstream o(out, std::ios::binary);
-  o.read(static_cast<char*>(r.output.data_ptr()), static_cast<std::streamsize>(r.output.nbytes()));
-  if (!o) throw std::runtime_error("ONNX Runtime wrote a short output for " + model.string());
+  const auto& outputs = j.at("outputs");
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    at::Tensor t = at::empty(outputs[i].at("dims").get<std::vector<std::int64_t>>(), at::kFloat);
+    std::ifstream o(i == 0 ? out : std::filesystem::path(out.string() + "." + std::to_string(i)), std::ios::binary);
+    o.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+    if (!o) throw std::runtime_error("ONNX Runtime wrote a short output for " + model.string());
+    r.outputs.push_back(t);
+    r.output_names.push_back(outputs[i].at("name").get<std::string>());
+  }
+  r.output = r.outputs.at(0);
   return r;
 }
 

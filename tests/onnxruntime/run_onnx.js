@@ -1,7 +1,8 @@
 // Runs an ONNX model in ONNX Runtime (onnxruntime-node, CPU) on float32 inputs read from files.
 // usage: node run_onnx.js MODEL.onnx INPUT.bin B,C,H,W OUTPUT.bin [REPEATS]
-// Writes the first output as raw little-endian float32 to OUTPUT.bin and prints one JSON line:
-// {"name": ..., "dims": [...], "ms": [per-run milliseconds], "metadata": {...}}.
+// Writes the first output as raw little-endian float32 to OUTPUT.bin (the others to OUTPUT.bin.1,
+// OUTPUT.bin.2, ...) and prints one JSON line: {"name": ..., "dims": [...], "ms": [per-run
+// milliseconds], "outputs": [{"name": ..., "dims": [...]}, ...]}.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -25,10 +26,12 @@ async function main() {
     result = await session.run(feeds);
     ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  const name = session.outputNames[0];
-  const out = result[name];
-  fs.writeFileSync(output, Buffer.from(out.data.buffer, out.data.byteOffset, out.data.byteLength));
-  console.log(JSON.stringify({ name, input: session.inputNames[0], dims: out.dims, ms }));
+  const outputs = session.outputNames.map((name, i) => {
+    const out = result[name];
+    fs.writeFileSync(i === 0 ? output : `${output}.${i}`, Buffer.from(out.data.buffer, out.data.byteOffset, out.data.byteLength));
+    return { name, dims: out.dims };
+  });
+  console.log(JSON.stringify({ name: outputs[0].name, input: session.inputNames[0], dims: outputs[0].dims, ms, outputs }));
 }
 
 main().catch((e) => {
