@@ -77,8 +77,10 @@ Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<Recent
 /// Mosaic (or letterbox) + random perspective of `main` into `buffers.sample`: Ultralytics'
 /// pre-transform of the training pipeline. Mosaic partners are the records at random positions of
 /// the window of `order` that ends at `position` (Ultralytics' buffer of recently loaded images).
+// Ultralytics' pre_transform: Mosaic (with probability mosaic), CopyPaste (`paste`: its p, 0 when
+// off), RandomPerspective (which letterboxes an image that is not a mosaic first).
 void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::size_t>& order, std::size_t position,
-               Loaded main, bool mosaic, Rng& rng, SampleBuffers& buffers) {
+               Loaded main, bool mosaic, double paste, Rng& rng, SampleBuffers& buffers) {
   const LoaderOptions& opt = *ctx.options;
   const int s = opt.imgsz;
   if (mosaic && rng.uniform() < opt.hyp.mosaic) {
@@ -95,10 +97,12 @@ void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::siz
     TileRect tiles[4];
     for (int i = 0; i < 4; ++i) tiles[i] = mosaic_place(buffers.canvas, four[i].image(), four[i].boxes, i, centre, s);
     mosaic_fill_rest(buffers.canvas, tiles);
+    copy_paste(buffers.canvas, paste);
     random_perspective_into(buffers.canvas, buffers.sample, opt.hyp, rng, -s / 2);
     return;
   }
   Labelled one = main.take();
+  copy_paste(one, paste);
   letterbox(one, s, s, false, true, opt.stride);
   random_perspective_into(one, buffers.sample, opt.hyp, rng, 0);
 }
@@ -181,12 +185,13 @@ void build_sample(const PipelineContext& ctx, int epoch, std::size_t position, c
   }
   Rng rng(opt.seed, static_cast<std::uint64_t>(epoch), position);
   const bool mosaic = !closed(opt, epoch) && opt.hyp.mosaic > 0;
+  const double paste = closed(opt, epoch) ? 0.0 : opt.hyp.copy_paste;  // close_mosaic turns it off too
   Labelled& s = buffers.sample;
-  geometric(ctx, epoch, order, position, std::move(main), mosaic, rng, buffers);
+  geometric(ctx, epoch, order, position, std::move(main), mosaic, paste, rng, buffers);
   if (!closed(opt, epoch) && opt.hyp.mixup > 0 && rng.uniform() < opt.hyp.mixup) {
     const std::size_t other_index = rng.below(n);  // Ultralytics' MixUp: any image of the dataset
     SampleBuffers other;
-    geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, rng, other);
+    geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, paste, rng, other);
     mixup(s, other.sample, rng);
   }
   random_hsv(s.image, opt.hyp, rng);

@@ -62,7 +62,8 @@ std::vector<at::Tensor> prediction_masks(const std::vector<at::Tensor>& preds, c
   const std::array<std::int64_t, 2> imgsz{b.img.size(2), b.img.size(3)};
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const at::Tensor& pred = preds[i];
-    masks.push_back(metrics::process_mask(proto[static_cast<std::int64_t>(i)], pred.slice(1, 6), pred.slice(1, 0, 4), imgsz));
+    masks.push_back(
+        metrics::process_mask(proto[static_cast<std::int64_t>(i)], pred.slice(1, 6), pred.slice(1, 0, 4), imgsz));
   }
   return masks;
 }
@@ -234,10 +235,16 @@ void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& 
                     [=] { return plots::plot_confusion_matrix(cm, names, normalize); });
     }
   }
-  const metrics::DetMetrics metrics = report.metrics;
-  writer.submit(dir / "PR_curve.png", [=] { return plots::plot_pr_curve(metrics, names); });
-  for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
-    writer.submit(dir / plots::curve_file(which), [=] { return plots::plot_mc_curve(metrics, names, which); });
+  // A segmentation model's curves come twice, "Box" and "Mask" before the names (SegmentMetrics'
+  // prefixes); detection's have none (8.0-8.3's DetMetrics).
+  std::vector<std::pair<std::string, metrics::DetMetrics>> sets{{report.mask_metrics ? "Box" : "", report.metrics}};
+  if (report.mask_metrics) sets.emplace_back("Mask", *report.mask_metrics);
+  for (const auto& [prefix, metrics] : sets) {
+    writer.submit(dir / (prefix + "PR_curve.png"), [=, m = metrics] { return plots::plot_pr_curve(m, names); });
+    for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
+      writer.submit(dir / (prefix + plots::curve_file(which)),
+                    [=, m = metrics] { return plots::plot_mc_curve(m, names, which); });
+    }
   }
 }
 

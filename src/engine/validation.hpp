@@ -56,7 +56,8 @@ std::optional<ValidationReport> run_validation(ValidationPass pass);
 
 /// Queues what Ultralytics' validator draws after a pass into `dir`: confusion_matrix.png,
 /// confusion_matrix_normalized.png (and the counts as confusion_matrix.csv), PR_curve.png,
-/// F1_curve.png, P_curve.png, R_curve.png.
+/// F1_curve.png, P_curve.png, R_curve.png (a segmentation model's: BoxPR_curve.png, ... and
+/// MaskPR_curve.png, ..., as SegmentMetrics names them).
 void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& report,
                              const std::filesystem::path& dir);
 

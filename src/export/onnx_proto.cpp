@@ -46,7 +46,8 @@ std::string emit(OnnxGraph& g, nn::ProtoImpl& proto, const std::vector<std::stri
   if (proto.options.multi_scale()) {  // Proto26
     auto refine = g.scope("feat_refine");
     for (std::size_t i = 0; i < proto.feat_refine->size(); ++i) {
-      const std::string refined = scoped_conv(g, std::to_string(i), *proto.feat_refine[i]->as<nn::ConvImpl>(), xs.at(i + 1));
+      const std::string refined =
+          scoped_conv(g, std::to_string(i), *proto.feat_refine[i]->as<nn::ConvImpl>(), xs.at(i + 1));
       x = g.node("Add", {x, nearest(g, refined, static_cast<float>(2 << i))});
     }
   }

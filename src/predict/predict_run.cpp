@@ -49,7 +49,8 @@ void append_labels(const fs::path& file, const Prediction& p, bool save_conf) {
     f << d.cls;
     if (!d.mask.empty()) {  // float32 as numpy divides: coords /= img0_w
       for (std::size_t i = 0; i + 1 < d.polygon.size(); i += 2) {
-        f << ' ' << g(d.polygon[i] / static_cast<float>(p.orig_w)) << ' ' << g(d.polygon[i + 1] / static_cast<float>(p.orig_h));
+        f << ' ' << g(d.polygon[i] / static_cast<float>(p.orig_w)) << ' '
+          << g(d.polygon[i + 1] / static_cast<float>(p.orig_h));
       }
     } else {
       f << ' ' << g((d.x1 + d.x2) / 2.0 / w) << ' ' << g((d.y1 + d.y2) / 2.0 / h) << ' ' << g((d.x2 - d.x1) / w) << ' '

@@ -48,7 +48,8 @@ Csv read_results(const fs::path& file) {
   std::string line;
   std::getline(in, line);
   std::istringstream header(line);
-  for (std::string cell; std::getline(header, cell, ',');) csv.names.push_back(cell.substr(cell.find_first_not_of(' ')));
+  for (std::string cell; std::getline(header, cell, ',');)
+    csv.names.push_back(cell.substr(cell.find_first_not_of(' ')));
   while (std::getline(in, line)) {
     std::vector<double> row;
     std::istringstream cells(line);
@@ -108,7 +109,7 @@ TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-i
 TEST_CASE("a YOLO26-seg run: SIGTERM in its second epoch and resume=true end with byte-identical weights",
           "[integration][segment][yolo26]") {
   yt::TempDir tmp;
-  const std::vector<std::string> seg = {"model=yolo26n-seg.yaml", "epochs=3"};
+  const std::vector<std::string> seg = {"model=yolo26n-seg.yaml", "epochs=3", "copy_paste=0.5"};  // CopyPaste too
   const yt::Finished straight = yt::run_to_end(seg_args(tmp / "straight", seg), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);
@@ -159,7 +160,9 @@ TEST_CASE("yolo_train learns segmentation on the built-in shapes-seg set", "[int
   const Csv csv = read_results(tmp / "seg" / "results.csv");
   REQUIRE(csv.rows.size() == 12);
   double best_mask_map50 = 0;
-  for (std::size_t r = 0; r < csv.rows.size(); ++r) best_mask_map50 = std::max(best_mask_map50, csv.at(r, "metrics/mAP50(M)"));
+  for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+    best_mask_map50 = std::max(best_mask_map50, csv.at(r, "metrics/mAP50(M)"));
+  }
   CHECK(best_mask_map50 >= 0.1);
   for (const char* loss : {"train/box_loss", "train/seg_loss", "train/cls_loss"}) {
     CAPTURE(loss);

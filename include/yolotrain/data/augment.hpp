@@ -21,6 +21,7 @@ struct AugmentConfig {
   double fliplr = 0.5;       ///< probability of a left-right flip
   double mosaic = 1.0;       ///< probability of mosaic
   double mixup = 0.0;        ///< probability of mixup
+  double copy_paste = 0.0;   ///< fraction of the instances copy_paste() pastes (segmentation)
 };
 
 /// A box in pixels (corners) with its class, as augmentations carry them, and its outline when the
@@ -76,6 +77,13 @@ void random_flip(Labelled& sample, const AugmentConfig& cfg, Rng& rng);
 
 /// Ultralytics' MixUp: r ~ Beta(32, 32), image = a*r + b*(1-r) (same size), boxes concatenated.
 void mixup(Labelled& a, const Labelled& b, Rng& rng);
+
+/// Ultralytics 8.4's CopyPaste in its default mode "flip" (src/data/copy_paste.cpp): the sample's
+/// instances mirrored left-right whose boxes cover less than 30 % of every instance's box
+/// (bbox_ioa), the least covering first, round(p * their count) of them pasted — their outlines
+/// filled into a mask, the mirrored image's pixels copied there — and appended to the boxes. It
+/// draws no random number; nothing happens for p = 0 or without outlines.
+void copy_paste(Labelled& sample, double p);
 
 /// Ultralytics' box_candidates: keeps boxes wider and taller than wh_thr px, with area ratio
 /// (after / before) above area_thr and aspect ratio below ar_thr.

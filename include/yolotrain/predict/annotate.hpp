@@ -22,9 +22,10 @@ struct AnnotateOptions {
 void draw_masks(data::Image& image, const std::vector<Detection>& boxes, float alpha = 0.5F);
 
 /// Draws `boxes` on `image` as Ultralytics' Results.plot() does with OpenCV: their masks first
-/// (draw_masks()), then the boxes, lowest confidence first; each box an anti-aliased rectangle in its class colour, its label ("name 0.87") in
-/// label_text_color() on a filled box of that colour above the box (below the top edge when there
-/// is no room above, shifted left to stay inside the image).
+/// (draw_masks()), then the boxes, lowest confidence first; each box an anti-aliased rectangle in
+/// its class colour, its label ("name 0.87") in label_text_color() on a filled box of that colour
+/// above the box (below the top edge when there is no room above, shifted left to stay inside the
+/// image).
 void draw_detections(data::Image& image, const std::vector<Detection>& boxes, const AnnotateOptions& options = {});
 
 /// The box drawing it uses, plots' (Ultralytics' Colors and Annotator.box_label), by the names

@@ -49,10 +49,13 @@ TEST_CASE("plot_results draws every epoch of a results.csv and names what is mis
 TEST_CASE("plot_results of a segmentation run has a panel per loss and metric column", "[plots]") {
   std::string header = "epoch";
   for (const char* split : {"train", "val"}) {
-    for (const char* t : {"box_loss", "seg_loss", "cls_loss", "dfl_loss", "sem_loss"}) header += std::string(",") + split + "/" + t;
+    for (const char* t : {"box_loss", "seg_loss", "cls_loss", "dfl_loss", "sem_loss"})
+      header += std::string(",") + split + "/" + t;
     if (std::string(split) == "train") {
       for (const char* k : {"B", "M"}) {
-        for (const char* m : {"precision", "recall", "mAP50", "mAP50-95"}) header += std::string(",metrics/") + m + "(" + k + ")";
+        for (const char* m : {"precision", "recall", "mAP50", "mAP50-95"}) {
+          header += std::string(",metrics/") + m + "(" + k + ")";
+        }
       }
     }
   }

@@ -26,7 +26,8 @@ namespace {
 
 fs::path seg_weights() {
   std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics/shapesseg_yolov8n-seg"};
-  if (const char* dir = std::getenv("YOLOTRAIN_SEG_WEIGHTS")) places.insert(places.begin(), fs::path(dir) / "shapesseg_yolov8n-seg");
+  if (const char* dir = std::getenv("YOLOTRAIN_SEG_WEIGHTS"))
+    places.insert(places.begin(), fs::path(dir) / "shapesseg_yolov8n-seg");
   for (const auto& p : places) {
     if (fs::exists(p / "best.pt")) return p / "best.pt";
   }
