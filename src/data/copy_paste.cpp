@@ -32,7 +32,8 @@ float ioa(const PixelBox& a, const PixelBox& b) {
 }  // namespace
 
 void copy_paste(Labelled& s, double p) {
-  const bool outlines = std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+  const bool outlines =
+      std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
   if (p <= 0 || !outlines) return;
   const float w = static_cast<float>(s.image.width);
   std::vector<PixelBox> flipped;

@@ -42,7 +42,8 @@ yd::Labelled reference_sample(const nlohmann::json& ref) {
 
 }  // namespace
 
-TEST_CASE("copy_paste pastes the mirrored instances Ultralytics' CopyPaste pastes, pixel for pixel", "[data][segment]") {
+TEST_CASE("copy_paste pastes the mirrored instances Ultralytics' CopyPaste pastes, pixel for pixel",
+          "[data][segment]") {
   const nlohmann::json ref = nlohmann::json::parse(
       std::ifstream(std::string(YOLOTRAIN_SOURCE_DIR) + "/tests/unit/data/data/ultralytics84_copy_paste.json"));
   for (const auto& c : ref["cases"]) {
