@@ -1,5 +1,6 @@
-// Ultralytics 8.4.117's CopyPaste (data/augment.py, mode "flip"), applied after mosaic and before
-// random_perspective as its v8_transforms inserts it; bbox_ioa from utils/metrics.py.
+// Ultralytics 8.4.117's CopyPaste (data/augment.py): mode "flip" (after mosaic, before
+// random_perspective, as its v8_transforms inserts it) and mode "mixup" (after random_perspective,
+// pasting from another sample built the same way); bbox_ioa from utils/metrics.py.
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -9,6 +10,7 @@
 
 #include "opencv_view.hpp"
 #include "yolotrain/data/augment.hpp"
+#include "yolotrain/error.hpp"
 
 namespace yolotrain::data {
 namespace {
@@ -31,13 +33,19 @@ float ioa(const PixelBox& a, const PixelBox& b) {
 
 }  // namespace
 
-void copy_paste(Labelled& s, double p) {
+void copy_paste(Labelled& s, double p, const Labelled* source) {
   const bool outlines =
       std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
   if (p <= 0 || !outlines) return;
+  if (source && (source->image.height != s.image.height || source->image.width != s.image.width)) {
+    throw Error("copy_paste: the source image is " + std::to_string(source->image.height) + "x" +
+                std::to_string(source->image.width) + ", the sample " + std::to_string(s.image.height) + "x" +
+                std::to_string(s.image.width));
+  }
   const float w = static_cast<float>(s.image.width);
-  std::vector<PixelBox> flipped;
-  for (const auto& b : s.boxes) flipped.push_back(mirrored(b, w));
+  std::vector<PixelBox> flipped;  // the instances to paste from: mirrored ones, or the source's
+  if (source) flipped = source->boxes;
+  else for (const auto& b : s.boxes) flipped.push_back(mirrored(b, w));
   std::vector<std::size_t> candidates;  // mirrored instances covering < 30 % of every box
   std::vector<float> most;              // each one's largest cover
   for (std::size_t j = 0; j < flipped.size(); ++j) {
@@ -67,7 +75,8 @@ void copy_paste(Labelled& s, double p) {
     pasted.push_back(f);
   }
   cv::Mat image = detail::view(s.image), mirror;
-  cv::flip(image, mirror, 1);
+  if (source) mirror = detail::view(source->image);
+  else cv::flip(image, mirror, 1);
   mirror.copyTo(image, mask);
   s.boxes.insert(s.boxes.end(), pasted.begin(), pasted.end());
 }

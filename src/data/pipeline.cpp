@@ -97,14 +97,27 @@ void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::siz
     TileRect tiles[4];
     for (int i = 0; i < 4; ++i) tiles[i] = mosaic_place(buffers.canvas, four[i].image(), four[i].boxes, i, centre, s);
     mosaic_fill_rest(buffers.canvas, tiles);
-    copy_paste(buffers.canvas, paste);
+    if (!opt.hyp.copy_paste_mixup) copy_paste(buffers.canvas, paste);
     random_perspective_into(buffers.canvas, buffers.sample, opt.hyp, rng, -s / 2);
     return;
   }
   Labelled one = main.take();
-  copy_paste(one, paste);
+  if (!opt.hyp.copy_paste_mixup) copy_paste(one, paste);
   letterbox(one, s, s, false, true, opt.stride);
   random_perspective_into(one, buffers.sample, opt.hyp, rng, 0);
+}
+
+// Ultralytics' CopyPaste in mode "mixup", appended to the pre_transform: with probability `paste`
+// (when the sample has outlines), instances pasted from a random image of the dataset put through
+// mosaic and random_perspective itself.
+void paste_from_another(const PipelineContext& ctx, int epoch, const std::vector<std::size_t>& order,
+                        std::size_t position, bool mosaic, double paste, Rng& rng, Labelled& s) {
+  const bool outlines =
+      std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+  if (!ctx.options->hyp.copy_paste_mixup || paste <= 0 || !outlines || rng.uniform() > paste) return;
+  SampleBuffers other;
+  geometric(ctx, epoch, order, position, load(ctx, rng.below(order.size()), std::nullopt), mosaic, 0.0, rng, other);
+  copy_paste(s, paste, &other.sample);
 }
 
 }  // namespace
@@ -188,10 +201,12 @@ void build_sample(const PipelineContext& ctx, int epoch, std::size_t position, c
   const double paste = closed(opt, epoch) ? 0.0 : opt.hyp.copy_paste;  // close_mosaic turns it off too
   Labelled& s = buffers.sample;
   geometric(ctx, epoch, order, position, std::move(main), mosaic, paste, rng, buffers);
+  paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, s);
   if (!closed(opt, epoch) && opt.hyp.mixup > 0 && rng.uniform() < opt.hyp.mixup) {
     const std::size_t other_index = rng.below(n);  // Ultralytics' MixUp: any image of the dataset
     SampleBuffers other;
     geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, paste, rng, other);
+    paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, other.sample);
     mixup(s, other.sample, rng);
   }
   random_hsv(s.image, opt.hyp, rng);

@@ -71,11 +71,7 @@ data::AugmentConfig augment_config(const TrainConfig& cfg) {
   a.mosaic = cfg.mosaic;
   a.mixup = cfg.mixup;
   a.copy_paste = cfg.copy_paste;
-  if (cfg.copy_paste > 0 && cfg.copy_paste_mode != "flip") {
-    throw ConfigError("copy_paste_mode=" + cfg.copy_paste_mode +
-                      " is not built yet (its source is another mosaic of the dataset); use copy_paste_mode=flip, "
-                      "the default, which pastes the sample's own instances mirrored");
-  }
+  a.copy_paste_mixup = cfg.copy_paste_mode == "mixup";
   return a;
 }
 

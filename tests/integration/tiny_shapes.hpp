@@ -1,6 +1,6 @@
 #pragma once
-// The dataset of the yolo_train integration tests: 16 training and 8 validation images of 64 px
-// from the built-in shapes generator, written once per test process.
+// The datasets of the yolo_train integration tests: 16 training and 8 validation images of 64 px
+// from the built-in shapes generator (boxes, or polygons), written once per test process.
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -12,6 +12,14 @@ inline const std::filesystem::path& tiny_shapes_dataset() {
   static TempDir dir;
   static const std::filesystem::path yaml =
       data::write_shapes_dataset(dir / "shapes", data::ShapesOptions{0, 16, 8, 64, 90});
+  return yaml;
+}
+
+/// The same size of set with polygon labels (ShapesOptions::segments), for segmentation runs.
+inline const std::filesystem::path& tiny_shapes_seg_dataset() {
+  static TempDir dir;
+  static const std::filesystem::path yaml =
+      data::write_shapes_dataset(dir / "shapes-seg", data::ShapesOptions{0, 16, 8, 64, 90, true});
   return yaml;
 }
 

@@ -271,6 +271,22 @@ TEST_CASE("two ranks of batch b step like one process of batch 2b", "[integratio
   CHECK(relative < 1e-3);
 }
 
+// A segmentation run on two ranks: each rank's masks with its share of the batch, the figures
+// exchanged by name (the (M) metrics and the seg losses among them), results.csv rank 0's.
+TEST_CASE("a segmentation model trains on two ranks to the end with the seg columns", "[integration][segment]") {
+  yt::TempDir tmp;
+  auto ranks = start_ranks(tmp.path(), {"model=yolov8n-seg.yaml", "data=" + yt::tiny_shapes_seg_dataset().string()});
+  const auto codes = wait_all(ranks, 300s);
+  INFO(outputs(tmp.path()));
+  REQUIRE(codes == std::vector<int>{0, 0});
+  const std::string csv = yt::slurp(tmp / "run" / "results.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  CHECK_THAT(csv, Catch::Contains("train/seg_loss") && Catch::Contains("metrics/mAP50(M)"));
+  const auto status = nlohmann::json::parse(yt::slurp(tmp / "run" / "status.json"));
+  CHECK(status["state"] == "completed");
+  CHECK(status["metrics"].contains("val/seg_loss"));
+}
+
 TEST_CASE("with torchrun --max-restarts a SIGKILLed rank is restarted and the run resumes to the end",
           "[integration]") {
   if (const auto missing = yt::torchrun_missing()) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "test_support.hpp"
+#include "tiny_shapes.hpp"
 #include "train_runs.hpp"
 
 namespace fs = std::filesystem;
@@ -18,12 +19,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// 16 training and 8 validation images of 64 px with exact polygon labels (written once).
-const fs::path& tiny_shapes_seg() {
-  static yt::TempDir dir;
-  static const fs::path yaml = yolotrain::data::write_shapes_dataset(dir / "shapes-seg", {0, 16, 8, 64, 90, true});
-  return yaml;
-}
+const fs::path& tiny_shapes_seg() { return yt::tiny_shapes_seg_dataset(); }
 
 std::vector<std::string> seg_args(const fs::path& project, std::vector<std::string> extra = {}) {
   std::vector<std::string> a = yt::train_args(project, {"data=" + tiny_shapes_seg().string()});

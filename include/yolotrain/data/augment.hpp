@@ -22,6 +22,9 @@ struct AugmentConfig {
   double mosaic = 1.0;       ///< probability of mosaic
   double mixup = 0.0;        ///< probability of mixup
   double copy_paste = 0.0;   ///< fraction of the instances copy_paste() pastes (segmentation)
+  /// copy_paste's source: false, the sample mirrored ("flip"); true, another sample ("mixup": applied
+  /// with probability copy_paste after random_perspective).
+  bool copy_paste_mixup = false;
 };
 
 /// A box in pixels (corners) with its class, as augmentations carry them, and its outline when the
@@ -78,12 +81,13 @@ void random_flip(Labelled& sample, const AugmentConfig& cfg, Rng& rng);
 /// Ultralytics' MixUp: r ~ Beta(32, 32), image = a*r + b*(1-r) (same size), boxes concatenated.
 void mixup(Labelled& a, const Labelled& b, Rng& rng);
 
-/// Ultralytics 8.4's CopyPaste in its default mode "flip" (src/data/copy_paste.cpp): the sample's
-/// instances mirrored left-right whose boxes cover less than 30 % of every instance's box
-/// (bbox_ioa), the least covering first, round(p * their count) of them pasted — their outlines
-/// filled into a mask, the mirrored image's pixels copied there — and appended to the boxes. It
-/// draws no random number; nothing happens for p = 0 or without outlines.
-void copy_paste(Labelled& sample, double p);
+/// Ultralytics 8.4's CopyPaste (src/data/copy_paste.cpp): the instances of `source` (mode "mixup";
+/// the same size as the sample) or, without one, the sample's own mirrored left-right (mode
+/// "flip") whose boxes cover less than 30 % of every instance's box (bbox_ioa), the least covering
+/// first, round(p * their count) of them pasted — their outlines filled into a mask, the source's
+/// (or mirrored) pixels copied there — and appended to the boxes. It draws no random number (mode
+/// "mixup"'s probability is the caller's); nothing happens for p = 0 or a sample without outlines.
+void copy_paste(Labelled& sample, double p, const Labelled* source = nullptr);
 
 /// Ultralytics' box_candidates: keeps boxes wider and taller than wh_thr px, with area ratio
 /// (after / before) above area_thr and aspect ratio below ar_thr.

@@ -86,8 +86,8 @@ struct TrainConfig {
   double hsv_h = 0.015, hsv_s = 0.7, hsv_v = 0.4;
   double degrees = 0.0, translate = 0.1, scale = 0.5, shear = 0.0, perspective = 0.0;
   double flipud = 0.0, fliplr = 0.5, mosaic = 1.0, mixup = 0.0, copy_paste = 0.0;
-  /// copy_paste's source (Ultralytics' copy_paste_mode): "flip", the sample mirrored; "mixup" (another
-  /// image) is accepted as a name but refused when copy_paste > 0: not built.
+  /// copy_paste's source (Ultralytics' copy_paste_mode): "flip", the sample mirrored; "mixup",
+  /// another sample of the dataset put through mosaic and random_perspective.
   std::string copy_paste_mode = "flip";
   // --- yolotrain's lifecycle arguments
   double save_interval = 300;        ///< seconds between time-based checkpoints; 0: off

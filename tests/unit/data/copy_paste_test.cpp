@@ -1,4 +1,4 @@
-// data::copy_paste against Ultralytics 8.4.117's own CopyPaste (mode "flip") on a fixed sample
+// data::copy_paste against Ultralytics 8.4.117's own CopyPaste (modes "flip" and "mixup") on a fixed sample
 // (scripts/ultralytics84_copy_paste.py -> data/ultralytics84_copy_paste.json): the same instances
 // pasted (boxes, classes, outlines) and the same image, byte for byte.
 #include <ATen/ATen.h>
@@ -17,20 +17,23 @@ namespace yd = yolotrain::data;
 
 namespace {
 
-yd::Labelled reference_sample(const nlohmann::json& ref) {
+// The script's sample (or, `source`, mode "mixup"'s other sample): its image formula and polygons.
+yd::Labelled reference_sample(const nlohmann::json& ref, bool source = false) {
   const int h = ref["height"], w = ref["width"];
+  const int a = source ? 11 : 7, b_ = source ? 5 : 13, c_ = source ? 47 : 29;
   yd::Labelled s{yd::Image(h, w), {}};
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) s.image.pixel(y, x)[c] = static_cast<std::uint8_t>((7 * x + 13 * y + 29 * c) % 256);
+      for (int c = 0; c < 3; ++c) s.image.pixel(y, x)[c] = static_cast<std::uint8_t>((a * x + b_ * y + c_ * c) % 256);
     }
   }
-  for (std::size_t i = 0; i < ref["polygons"].size(); ++i) {
+  const auto& polygons = ref[source ? "source_polygons" : "polygons"];
+  for (std::size_t i = 0; i < polygons.size(); ++i) {
     yd::PixelBox b;
-    b.cls = ref["cls"][i];
+    b.cls = ref[source ? "source_cls" : "cls"][i];
     b.x1 = b.y1 = 1e9F;
     b.x2 = b.y2 = -1e9F;
-    for (const auto& pt : ref["polygons"][i]) {
+    for (const auto& pt : polygons[i]) {
       const float x = pt[0].get<float>(), y = pt[1].get<float>();
       b.segment.push_back(x), b.segment.push_back(y);
       b.x1 = std::min(b.x1, x), b.y1 = std::min(b.y1, y), b.x2 = std::max(b.x2, x), b.y2 = std::max(b.y2, y);
@@ -42,16 +45,17 @@ yd::Labelled reference_sample(const nlohmann::json& ref) {
 
 }  // namespace
 
-TEST_CASE("copy_paste pastes the mirrored instances Ultralytics' CopyPaste pastes, pixel for pixel",
+TEST_CASE("copy_paste pastes the instances Ultralytics' CopyPaste pastes (flip and mixup), pixel for pixel",
           "[data][segment]") {
   const nlohmann::json ref = nlohmann::json::parse(
       std::ifstream(std::string(YOLOTRAIN_SOURCE_DIR) + "/tests/unit/data/data/ultralytics84_copy_paste.json"));
   for (const auto& c : ref["cases"]) {
     const double p = c["p"];
-    INFO("p " << p);
+    const bool mixup = c["mode"] == "mixup";
+    INFO(c["mode"].get<std::string>() << " p " << p);
     yd::Labelled s = reference_sample(ref);
-    const yd::Labelled before = s;
-    yd::copy_paste(s, p);
+    const yd::Labelled before = s, source = reference_sample(ref, true);
+    yd::copy_paste(s, p, mixup ? &source : nullptr);
     REQUIRE(s.boxes.size() == c["boxes"].size());
     for (std::size_t i = 0; i < s.boxes.size(); ++i) {
       const auto& b = s.boxes[i];
