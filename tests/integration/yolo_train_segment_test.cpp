@@ -63,7 +63,9 @@ TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-i
           "[integration][segment]") {
   yt::TempDir tmp;
   const std::vector<std::string> seg = {"model=yolov8n-seg.yaml"};
-  const yt::Finished straight = yt::run_to_end(seg_args(tmp / "straight", seg), tmp / "straight.txt");
+  std::vector<std::string> logged = seg;
+  logged.push_back("tensorboard=true");  // logging changes no weight: the stopped run below goes without
+  const yt::Finished straight = yt::run_to_end(seg_args(tmp / "straight", logged), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);
   CHECK_THAT(straight.output, Catch::Contains("box_loss   seg_loss   cls_loss   dfl_loss   sem_loss  Instances"));
@@ -83,6 +85,11 @@ TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-i
   CHECK(csv.at(1, "val/seg_loss") > 0);
   CHECK(csv.at(1, "train/sem_loss") == 0);  // no semantic head outside YOLO26-seg
   CHECK(fs::exists(run / "results.png"));
+  std::string events;  // TensorBoard's scalars by the same names
+  for (const auto& e : fs::directory_iterator(run)) {
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) events += yt::slurp(e.path());
+  }
+  CHECK_THAT(events, Catch::Contains("metrics/mAP50(M)") && Catch::Contains("train/seg_loss"));
 
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(seg_args(tmp.path(), seg), tmp / "out1.txt");

@@ -2,6 +2,8 @@
 // which task a model trains for.
 #include "task.hpp"
 
+#include "yolotrain/error.hpp"
+
 namespace yolotrain::engine {
 
 EpochMetrics Task::epoch_metrics() const {
