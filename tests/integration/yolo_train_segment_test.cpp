@@ -133,7 +133,7 @@ TEST_CASE("a YOLO26-seg run: SIGTERM in its second epoch and resume=true end wit
   CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
 }
 
-TEST_CASE("task=segment trains the seg defaults; a seg model on box labels exits 2 saying why",
+TEST_CASE("task=segment trains the seg defaults, and a seg model on box labels exits 2 saying why",
           "[integration][segment]") {
   yt::TempDir tmp;
   // task=segment with data= given: the model becomes yolov8n-seg.yaml (the default's seg variant).
