@@ -47,7 +47,6 @@ struct EpochMetrics {
   std::optional<double> get(const std::string& name) const;
 };
 
-
 /// Where the training thread spent its time (wall seconds; on CUDA the kernels run
 /// asynchronously, so forward/backward/optimizer there count launches plus any synchronisation).
 struct StepTimings {
