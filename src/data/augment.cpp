@@ -44,7 +44,8 @@ PixelBox warp_segment(const PixelBox& b, const cv::Matx33d& M, int w, int h) {
     xy[i + 1] = (M(1, 0) * x + M(1, 1) * y + M(1, 2)) / z;
   }
   const auto box = segment_box(xy, w, h);
-  PixelBox out{b.cls};
+  PixelBox out;
+  out.cls = b.cls;
   const double lo[2] = {std::clamp(box[0], 0.0, double(w)), std::clamp(box[1], 0.0, double(h))};
   const double hi[2] = {std::clamp(box[2], 0.0, double(w)), std::clamp(box[3], 0.0, double(h))};
   out.x1 = static_cast<float>(lo[0]), out.y1 = static_cast<float>(lo[1]);
@@ -81,7 +82,7 @@ PixelBox warp_box(const PixelBox& b, const cv::Matx33d& M, bool perspective, int
   }
   PixelBox out{b.cls, static_cast<float>(std::clamp(x1, 0.0, double(w))),
                static_cast<float>(std::clamp(y1, 0.0, double(h))), static_cast<float>(std::clamp(x2, 0.0, double(w))),
-               static_cast<float>(std::clamp(y2, 0.0, double(h)))};
+               static_cast<float>(std::clamp(y2, 0.0, double(h))), {}};
   return out;
 }
 
@@ -175,7 +176,8 @@ TileRect mosaic_place(Labelled& canvas, const Image& img, const std::vector<Pixe
   }
   const int padw = x1a - x1b, padh = y1a - y1b;
   for (const PixelBox& from : boxes) {
-    PixelBox b{from.cls};
+    PixelBox b;
+    b.cls = from.cls;
     b.x1 = std::clamp(from.x1 + padw, 0.f, 2.f * s), b.x2 = std::clamp(from.x2 + padw, 0.f, 2.f * s);
     b.y1 = std::clamp(from.y1 + padh, 0.f, 2.f * s), b.y2 = std::clamp(from.y2 + padh, 0.f, 2.f * s);
     if ((b.x2 - b.x1) * (b.y2 - b.y1) <= 0) continue;
@@ -246,7 +248,8 @@ void detail::random_perspective_into(const Labelled& s, Labelled& out, const Aug
       std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
   for (const auto& b : s.boxes) {
     PixelBox nb = b.segment.empty() ? warp_box(b, M, perspective, width, height) : warp_segment(b, M, width, height);
-    PixelBox before{b.cls};  // Ultralytics compares against the boxes scaled by s
+    PixelBox before;  // Ultralytics compares against the boxes scaled by s
+    before.cls = b.cls;
     before.x1 = b.x1 * static_cast<float>(sc), before.x2 = b.x2 * static_cast<float>(sc);
     before.y1 = b.y1 * static_cast<float>(sc), before.y2 = b.y2 * static_cast<float>(sc);
     if (box_candidate(before, nb, 2, 100, outlines ? 0.01 : 0.1)) out.boxes.push_back(std::move(nb));

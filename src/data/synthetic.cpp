@@ -137,7 +137,7 @@ std::array<double, 4> normalized(const cv::Rect& box, double side) {
 
 Drawn draw_image(const ShapesOptions& o, Rng& rng) {
   const int s = o.imgsz;
-  Drawn d{Image(s, s), {}};
+  Drawn d{Image(s, s), {}, {}};
   draw_background(d.image, rng);
   cv::Mat m = detail::view(d.image);
   std::vector<cv::Rect> taken;

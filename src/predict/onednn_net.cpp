@@ -299,7 +299,9 @@ at::Tensor OnednnNet::predict(const at::Tensor& x) {
   for (int64_t i = 0; i < x.size(0); ++i) {
     nn::Detect head = impl_->model->head();  // the plan ran the branch that predicts (detect())
     std::vector<at::Tensor> raw = plan.run(impl_->stream, input[i].data_ptr());
-    images.push_back(head->end2end() ? head->inference({{}, std::move(raw)}) : head->decode(raw));
+    nn::HeadOutputs outputs;
+    outputs.one2one = std::move(raw);
+    images.push_back(head->end2end() ? head->inference(outputs) : head->decode(outputs.one2one));
   }
   return images.size() == 1 ? images.front() : at::cat(images);
 }
