@@ -58,8 +58,9 @@ Csv read_results(const fs::path& file) {
 }  // namespace
 
 // A seg run is a run like any other: SIGTERM mid-epoch, resume=true, the uninterrupted run's
-// weights to the byte; its results.csv has Ultralytics 8.4's segmentation columns.
-TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-identical weights",
+// weights to the byte (and after a pause and a SIGKILL too); its results.csv has Ultralytics 8.4's
+// segmentation columns, TensorBoard the same names.
+TEST_CASE("a segmentation run: SIGTERM, pause and SIGKILL mid-epoch and resume=true end with byte-identical weights",
           "[integration][segment]") {
   yt::TempDir tmp;
   const std::vector<std::string> seg = {"model=yolov8n-seg.yaml"};
@@ -105,6 +106,24 @@ TEST_CASE("a segmentation run: SIGTERM mid-epoch and resume=true end with byte-i
   // The stop may fall on the epoch's last batch: the resumed epoch's end reports the learning rates
   // that batch trained with.
   CHECK(yt::slurp(dir / "results.csv") == yt::slurp(run / "results.csv"));
+
+  // Paused (SIGUSR1) and resumed (SIGUSR2), then SIGKILLed and resumed: the same weights again.
+  const fs::path killed = tmp / "killed";
+  std::vector<std::string> again = seg;
+  again.push_back("name=killed");
+  yt::Child second = yt::spawn(seg_args(tmp.path(), again), tmp / "out3.txt");
+  REQUIRE(yt::wait_for_step(killed, 2));
+  kill(second.pid, SIGUSR1);
+  REQUIRE(yt::wait_for_state(killed, "paused"));
+  kill(second.pid, SIGUSR2);
+  REQUIRE(yt::wait_for_step(killed, 5));
+  kill(second.pid, SIGKILL);
+  yt::wait_exit(second, 60s);
+  again.push_back("resume=true");
+  const yt::Finished after_kill = yt::run_to_end(seg_args(tmp.path(), again), tmp / "out4.txt");
+  INFO(after_kill.output);
+  CHECK(after_kill.code == 0);
+  CHECK(yt::exported_weights(killed, tmp / "export3.txt") == yt::exported_weights(run, tmp / "export4.txt"));
 }
 
 // YOLO26-seg: E2ELoss around the segmentation loss, the semantic head's term, weights that move per
