@@ -98,6 +98,10 @@ void resize_long_side(Labelled& s, int imgsz) {
   scale_boxes(s.boxes, static_cast<double>(w) / w0, static_cast<double>(h) / h0);
 }
 
+bool has_outlines(const std::vector<PixelBox>& boxes) {
+  return std::any_of(boxes.begin(), boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+}
+
 LetterboxInfo letterbox(Labelled& s, int new_h, int new_w, bool auto_pad, bool scaleup, int stride) {
   const int h = s.image.height, w = s.image.width;
   double r = std::min(static_cast<double>(new_h) / h, static_cast<double>(new_w) / w);
@@ -244,8 +248,7 @@ void detail::random_perspective_into(const Labelled& s, Labelled& out, const Aug
   out.boxes.clear();
   // Ultralytics: with polygon labels the boxes come from the outlines, and a box may keep as
   // little as 1 % of its area.
-  const bool outlines =
-      std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+  const bool outlines = has_outlines(s.boxes);
   for (const auto& b : s.boxes) {
     PixelBox nb = b.segment.empty() ? warp_box(b, M, perspective, width, height) : warp_segment(b, M, width, height);
     PixelBox before;  // Ultralytics compares against the boxes scaled by s

@@ -34,8 +34,7 @@ float ioa(const PixelBox& a, const PixelBox& b) {
 }  // namespace
 
 void copy_paste(Labelled& s, double p, const Labelled* source) {
-  const bool outlines =
-      std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+  const bool outlines = has_outlines(s.boxes);
   if (p <= 0 || !outlines) return;
   if (source && (source->image.height != s.image.height || source->image.width != s.image.width)) {
     throw Error("copy_paste: the source image is " + std::to_string(source->image.height) + "x" +

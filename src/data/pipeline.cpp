@@ -112,8 +112,7 @@ void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::siz
 // mosaic and random_perspective itself.
 void paste_from_another(const PipelineContext& ctx, int epoch, const std::vector<std::size_t>& order,
                         std::size_t position, bool mosaic, double paste, Rng& rng, Labelled& s) {
-  const bool outlines =
-      std::any_of(s.boxes.begin(), s.boxes.end(), [](const PixelBox& b) { return !b.segment.empty(); });
+  const bool outlines = has_outlines(s.boxes);
   if (!ctx.options->hyp.copy_paste_mixup || paste <= 0 || !outlines || rng.uniform() > paste) return;
   SampleBuffers other;
   geometric(ctx, epoch, order, position, load(ctx, rng.below(order.size()), std::nullopt), mosaic, 0.0, rng, other);

@@ -36,6 +36,9 @@ struct PixelBox {
   std::vector<float> segment;  ///< empty for a box label
 };
 
+/// Whether any of `boxes` carries an outline (the labels are polygons).
+bool has_outlines(const std::vector<PixelBox>& boxes);
+
 /// An image with its boxes in pixels.
 struct Labelled {
   Image image;
