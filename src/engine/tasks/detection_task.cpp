@@ -16,9 +16,9 @@ namespace {
 class DetectionTask : public Task {
  public:
   DetectionTask(const nn::DetectionModel& model, const TrainConfig& cfg)
-      : criterion_(loss_options(model, cfg), gains(cfg)),
+      : criterion_(recipe_loss_options(model, cfg), loss_gains(cfg)),
         terms_{"box_loss", "cls_loss", model->head()->options.reg_max() > 1 ? "dfl_loss" : "l1_loss"} {
-    if (model->head()->end2end()) e2e_.emplace(loss_options(model, cfg), gains(cfg), cfg.epochs);
+    if (model->head()->end2end()) e2e_.emplace(recipe_loss_options(model, cfg), loss_gains(cfg), cfg.epochs);
   }
 
   const std::vector<std::string>& loss_terms() const override { return terms_; }
@@ -61,13 +61,6 @@ class DetectionTask : public Task {
   }
 
  private:
-  static loss::DetectionLossOptions loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {
-    loss::DetectionLossOptions o = loss::DetectionLossOptions::of(model);
-    o.stal = cfg.ultralytics84();  // STAL came with 8.4, for every model
-    return o;
-  }
-  static loss::LossGains gains(const TrainConfig& cfg) { return {cfg.box, cfg.cls, cfg.dfl}; }
-
   loss::DetectionLoss criterion_;
   std::vector<std::string> terms_;
   std::optional<loss::E2ELoss> e2e_;

@@ -26,13 +26,14 @@ loss::MaskTargets mask_targets(const data::Batch& b, torch::Device device) {
 class SegmentationTask : public Task {
  public:
   SegmentationTask(const nn::DetectionModel& model, const TrainConfig& cfg)
-      : criterion_(loss_options(model, cfg), gains(cfg), cfg.overlap_mask),
+      : criterion_(recipe_loss_options(model, cfg), loss_gains(cfg), cfg.overlap_mask),
         overlap_(cfg.overlap_mask),
         mask_ratio_(static_cast<int>(cfg.mask_ratio)),
         data_(cfg.data) {
     terms_ = {"box_loss", "seg_loss", "cls_loss", model->head()->options.reg_max() > 1 ? "dfl_loss" : "l1_loss"};
     if (cfg.ultralytics84()) terms_.push_back("sem_loss");  // 8.4's fifth term (0 without a semantic head)
-    if (model->head()->end2end()) e2e_.emplace(loss_options(model, cfg), gains(cfg), cfg.overlap_mask, cfg.epochs);
+    if (model->head()->end2end())
+      e2e_.emplace(recipe_loss_options(model, cfg), loss_gains(cfg), cfg.overlap_mask, cfg.epochs);
   }
 
   const std::vector<std::string>& loss_terms() const override { return terms_; }
@@ -97,13 +98,6 @@ class SegmentationTask : public Task {
   }
 
  private:
-  static loss::DetectionLossOptions loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {
-    loss::DetectionLossOptions o = loss::DetectionLossOptions::of(model);
-    o.stal = cfg.ultralytics84();
-    return o;
-  }
-  static loss::LossGains gains(const TrainConfig& cfg) { return {cfg.box, cfg.cls, cfg.dfl}; }
-
   loss::SegmentationLoss criterion_;
   std::optional<loss::E2ESegmentationLoss> e2e_;
   std::vector<std::string> terms_;

@@ -15,6 +15,14 @@ EpochMetrics Task::epoch_metrics() const {
   return EpochMetrics::with_columns(names);
 }
 
+loss::DetectionLossOptions recipe_loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {
+  loss::DetectionLossOptions o = loss::DetectionLossOptions::of(model);
+  o.stal = cfg.ultralytics84();  // STAL came with 8.4, for every model
+  return o;
+}
+
+loss::LossGains loss_gains(const TrainConfig& cfg) { return {cfg.box, cfg.cls, cfg.dfl}; }
+
 std::vector<std::string> box_metric_keys(const std::string& suffix) {
   const std::string s = "(" + suffix + ")";
   return {"metrics/precision" + s, "metrics/recall" + s, "metrics/mAP50" + s, "metrics/mAP50-95" + s};

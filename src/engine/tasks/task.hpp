@@ -73,6 +73,11 @@ class Task {
                                const std::filesystem::path& dir) const = 0;
 };
 
+/// The head's loss options with the run's recipe: 8.4's STAL in the assigner for compat=8.4.
+loss::DetectionLossOptions recipe_loss_options(const nn::DetectionModel& model, const TrainConfig& cfg);
+/// The loss gains of the run's box, cls and dfl arguments.
+loss::LossGains loss_gains(const TrainConfig& cfg);
+
 /// Ultralytics' box metric keys with `suffix` "B" (DetMetrics.keys) or "M" (SegmentMetrics' mask
 /// keys): metrics/precision(B), metrics/recall(B), metrics/mAP50(B), metrics/mAP50-95(B).
 std::vector<std::string> box_metric_keys(const std::string& suffix);
