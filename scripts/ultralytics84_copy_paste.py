@@ -6,6 +6,7 @@
 # 96 x 128); the instances are polygons of 8 points in pixels, their boxes their extents. Mode
 # "mixup" pastes from a second such sample (its dataset a stub holding it, its random draw fixed).
 import hashlib, json, sys
+import cv2
 import numpy as np
 from ultralytics.data.augment import CopyPaste
 from ultralytics.utils.instance import Instances
@@ -59,7 +60,7 @@ def mixup_mode(p):
     return cp(sample())
 
 
-out = {"ultralytics": "8.4.117", "height": H, "width": W, "polygons": polys, "cls": cls,
+out = {"ultralytics": "8.4.117", "opencv": cv2.__version__, "height": H, "width": W, "polygons": polys, "cls": cls,
        "source_polygons": source_polys, "source_cls": source_cls, "cases": []}
 for mode, p in (("flip", 0.5), ("flip", 1.0), ("flip", 0.3), ("mixup", 1.0), ("mixup", 0.5)):
     labels = CopyPaste(p=p, mode="flip")(sample()) if mode == "flip" else mixup_mode(p)

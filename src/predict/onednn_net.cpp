@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <array>
+#include <vector>
 #include <map>
 #include <vector>
 
@@ -248,32 +249,55 @@ bool OnednnNet::native_bf16() {
   return (isa & bf16_isa) == bf16_isa;
 }
 
+namespace {
+
+// The layouts to try for `layout`: the one asked for; for Preferred, the probe's answer first, then
+// the others. The probe asks about one plain 3x3 convolution: another of the model's layers (YOLO11's
+// depthwise 3x3 under oneDNN 3.7 on an AVX-512 AMD EPYC, in nChw16c) may have no optimised kernel
+// in that layout while another layout has one.
+std::vector<ftag> layouts_to_try(OnednnNet::Layout layout, const dn::engine& engine, dn::memory::data_type type) {
+  using Layout = OnednnNet::Layout;
+  switch (layout) {
+    case Layout::Blocked8: return {ftag::nChw8c};
+    case Layout::Blocked16: return {ftag::nChw16c};
+    case Layout::Nhwc: return {ftag::nhwc};
+    case Layout::Preferred: break;
+  }
+  std::vector<ftag> order{preferred_layout(engine, type)};
+  for (ftag t : {ftag::nhwc, ftag::nChw8c, ftag::nChw16c}) {
+    if (t != order.front()) order.push_back(t);
+  }
+  return order;
+}
+
+}  // namespace
+
 std::unique_ptr<OnednnNet> OnednnNet::compile(const nn::DetectionModel& model, std::string& why, Layout layout,
                                               bool bf16) {
   if (bf16 && !native_bf16()) {
     why = "this CPU has no native bfloat16 (AVX-512 BF16 or AMX): oneDNN would emulate it, slower than float32";
     return nullptr;
   }
-  auto impl = std::make_unique<Impl>();
-  impl->model = model;
-  impl->type = bf16 ? detail::bf16 : f32;
-  try {
-    switch (layout) {
-      case Layout::Preferred: impl->layout = preferred_layout(impl->engine, impl->type); break;
-      case Layout::Blocked8: impl->layout = ftag::nChw8c; break;
-      case Layout::Blocked16: impl->layout = ftag::nChw16c; break;
-      case Layout::Nhwc: impl->layout = ftag::nhwc; break;
+  const dn::engine probe(dn::engine::kind::cpu, 0);
+  const dn::memory::data_type type = bf16 ? detail::bf16 : f32;
+  std::string first_why;  // the first layout's reason, if none runs
+  for (ftag t : layouts_to_try(layout, probe, type)) {
+    auto impl = std::make_unique<Impl>();
+    impl->model = model;
+    impl->type = type;
+    impl->layout = t;
+    try {
+      const int64_t s = model->max_stride();
+      impl->plan_for(2 * s, 2 * s);  // checks every layer once, on a small input
+      return std::unique_ptr<OnednnNet>(new OnednnNet(std::move(impl)));
+    } catch (const Unsupported& e) {
+      if (first_why.empty()) first_why = std::string("the model has ") + e.what();
+    } catch (const dn::error& e) {
+      if (first_why.empty()) first_why = std::string("oneDNN refused a primitive: ") + e.what();
     }
-    const int64_t s = model->max_stride();
-    impl->plan_for(2 * s, 2 * s);  // checks every layer once, on a small input
-  } catch (const Unsupported& e) {
-    why = std::string("the model has ") + e.what();
-    return nullptr;
-  } catch (const dn::error& e) {
-    why = std::string("oneDNN refused a primitive: ") + e.what();
-    return nullptr;
   }
-  return std::unique_ptr<OnednnNet>(new OnednnNet(std::move(impl)));
+  why = first_why;
+  return nullptr;
 }
 
 at::Tensor OnednnNet::predict(const at::Tensor& x) {

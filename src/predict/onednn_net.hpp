@@ -18,8 +18,10 @@ namespace yolotrain::predict::detail {
 class OnednnNet {
  public:
   /// The activations' memory layout: the one this CPU's convolutions prefer (oneDNN 2.6: nhwc with
-  /// AVX-512, nChw8c with AVX2), or one chosen (tests run every layout's code on one machine). A
-  /// layout oneDNN would run with its reference kernel (nChw16c without AVX-512) is refused.
+  /// AVX-512, nChw8c with AVX2) — or, where one of the model's layers has only oneDNN's reference
+  /// kernel in it, the first other layout (nhwc, nChw8c, nChw16c) with optimised kernels for every
+  /// layer — or one chosen (tests run every layout's code on one machine). A chosen layout oneDNN
+  /// would run with its reference kernel (nChw16c without AVX-512) is refused.
   enum class Layout { Preferred, Blocked8, Blocked16, Nhwc };
 
   /// A network for `model` (fused, float32, on the CPU), or nullptr with `why` saying what it has
