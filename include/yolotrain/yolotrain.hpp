@@ -13,5 +13,6 @@
 #include "yolotrain/nn.hpp"
 #include "yolotrain/plots.hpp"
 #include "yolotrain/predict.hpp"
+#include "yolotrain/endpoint.hpp"
 #include "yolotrain/remote.hpp"
 #include "yolotrain/version.hpp"

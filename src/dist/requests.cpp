@@ -23,6 +23,7 @@ constexpr std::uint32_t kSignalKey = 64;  // key = 64 + signo for signal stops
 std::uint32_t stop_key(StopReason reason, int signo) {
   switch (reason) {
     case StopReason::Signal: return kSignalKey + static_cast<std::uint32_t>(std::clamp(signo, 1, 191));
+    case StopReason::Remote: return 3;
     case StopReason::Deadline: return 2;
     case StopReason::Api:
     case StopReason::None: break;
@@ -58,7 +59,7 @@ AgreedRequests decode_bits(std::uint32_t bits) {
       a.reason = StopReason::Signal;
       a.signo = static_cast<int>(key - kSignalKey);
     } else {
-      a.reason = key == 2 ? StopReason::Deadline : StopReason::Api;
+      a.reason = key == 3 ? StopReason::Remote : key == 2 ? StopReason::Deadline : StopReason::Api;
     }
     return a;
   }

@@ -17,6 +17,8 @@
 #include <variant>
 
 #include "arg_values.hpp"
+#include "yolotrain/endpoint/bearer_token.hpp"
+#include "yolotrain/endpoint/listen_address.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::engine {
@@ -151,6 +153,17 @@ const std::vector<Spec>& specs() {
        "(credentials and endpoint from AWS_* variables); resume=true then resumes from it; off: "
        "a resumed run stops mirroring"},
       {"remote_timeout", &C::remote_timeout, "seconds a stop waits for the final upload to the remote", 0, 1e6},
+      {"control", &C::control,
+       "'' | HOST:PORT: HTTP endpoint to pause/resume/stop/checkpoint the run and read its status and "
+       "/metrics (127.0.0.1:PORT; any other address needs control_token_file; port 0: any free one)"},
+      {"control_token_file", &C::control_token_file,
+       "file holding the bearer token control= requires (e.g. a mounted Kubernetes Secret)"},
+      {"control_per_rank", &C::control_per_rank,
+       "torchrun: every rank listens on control='s PORT + LOCAL_RANK (default: rank 0 only)"},
+      {"metrics_push", &C::metrics_push, "'' | http://HOST:PORT: push the figures to a Prometheus Pushgateway"},
+      {"metrics_push_interval", &C::metrics_push_interval, "seconds between pushes (and one at each epoch end)", 1,
+       1e6},
+      {"metrics_push_job", &C::metrics_push_job, "the pushed group's job label (its instance: the run's name)"},
       {"deadline", &C::deadline, "stop with a checkpoint and exit 75 at: 90m, 2h30m, 3600s, HH:MM or YYYY-MM-DDTHH:MM"},
       {"threads", &C::threads, "intra-op threads; 0: one per core (per rank: cores / ranks on the machine)", 0, 1024},
       {"dist_timeout", &C::dist_timeout,
@@ -424,6 +437,36 @@ void TrainConfig::validate() const {
     throw ConfigError("argument 'save_period': 0 is not valid; -1 (off) or a number of epochs >= 1");
   signal_mapping();
   deadline_at(std::chrono::system_clock::now());
+  validate_control();
+}
+
+// control=, control_token_file= and metrics_push=: checked before anything starts (exit 2); the
+// token is read to check it and not kept (args.yaml names the file, never the token).
+void TrainConfig::validate_control() const {
+  if (!control.empty()) {
+    endpoint::ListenAddress address;
+    try {
+      address = endpoint::parse_listen_address(control);
+    } catch (const Error& e) {
+      throw ConfigError("control=" + control + ": " + e.what());
+    }
+    if (!address.loopback() && control_token_file.empty()) {
+      throw ConfigError("control=" + control +
+                        " listens beyond this machine: give control_token_file=FILE (a bearer token, e.g. a "
+                        "mounted Kubernetes Secret), or listen on 127.0.0.1");
+    }
+  }
+  if (!control_token_file.empty()) {
+    if (control.empty()) throw ConfigError("control_token_file= is the token of control=HOST:PORT; give control= too");
+    try {
+      endpoint::read_token_file(control_token_file);
+    } catch (const Error& e) {
+      throw ConfigError(e.what());
+    }
+  }
+  if (!metrics_push.empty() && metrics_push.rfind("http://", 0) != 0 && metrics_push.rfind("https://", 0) != 0) {
+    throw ConfigError("metrics_push=" + metrics_push + ": give the Pushgateway's URL, http://HOST:PORT (default port 9091)");
+  }
 }
 
 TrainConfig TrainConfig::from_args(const std::vector<std::string>& args) {

@@ -124,6 +124,7 @@ RunResult Trainer::Run::end_failed(const std::exception& e) {
   set_state(lc::RunState::Failed);
   finish_plots();
   finish_remote();
+  finish_control();
   RunResult r = failed(e);
   r.peer_lost = peer_lost;
   return r;

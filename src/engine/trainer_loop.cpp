@@ -307,6 +307,7 @@ TrainerProgress Trainer::Run::progress() const {
 void Trainer::Run::start() {
   result.run_dir = plan.run_dir;
   log.open(plan.run_dir / "train.log");
+  control = std::make_unique<detail::ControlRun>(cfg, ranks, token);  // a port in use: exit 2 before any work
   load_data();
   build();
   started_fresh = !plan.resume_from;
@@ -315,6 +316,7 @@ void Trainer::Run::start() {
   // After restore: results.csv and TensorBoard's stream continue at the resumed position.
   outputs = detail::open_run_outputs(ranks.leader(), plan.run_dir, cfg, step(), state.epoch, state.results_csv);
   cb = detail::with_run_outputs(outputs, log, cfg, cb);
+  control->attach(*outputs.status, plan.run_dir.filename().string(), cb);
   if (plan.remote) plan.remote->report_to(*outputs.status);
   if (outputs.plots) {
     say("Plotting labels to " + (plan.run_dir / "labels.jpg").string() + "... ");
@@ -394,6 +396,7 @@ void Trainer::Run::finish() {
   }
   finish_plots();
   finish_remote();
+  finish_control();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.
   ranks.barrier();

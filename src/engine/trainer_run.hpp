@@ -21,6 +21,7 @@
 
 #include <unistd.h>
 
+#include "control_run.hpp"
 #include "mixed_precision.hpp"
 #include "optimizer.hpp"
 #include "progress_line.hpp"
@@ -111,6 +112,7 @@ struct Trainer::Run {
   const std::optional<TrainingData>& given;  // a program's in-memory data instead of data=
   detail::RunLog& log;  // the terminal and train.log (rank 0 speaks for the group)
   detail::RunOutputs outputs;  // rank 0's files; the other ranks' write nothing
+  std::unique_ptr<detail::ControlRun> control;  // control= and metrics_push=
   RunData data;
   std::int64_t nb = 1;  // batches per epoch
   // The model and what trains it.
@@ -141,6 +143,9 @@ struct Trainer::Run {
   void report_problems(const std::string& prefix, const data::ScanReport& report);
   void set_state(lc::RunState s);
   void finish_remote();
+  void finish_control() {
+    if (control) control->finish();
+  }
   void load_data();
   void load_data_yaml();
   void build();

@@ -97,6 +97,12 @@ struct TrainConfig {
   std::string metrics_file = "";     ///< Prometheus textfile path; "": off
   std::string remote = "";           ///< "" | s3://BUCKET/PREFIX: the run folder mirrored there | off (docs/remote.md)
   double remote_timeout = 20;        ///< seconds a stop waits for the final upload
+  std::string control = "";             ///< "" | HOST:PORT: the HTTP control endpoint (docs/engine.md "Control")
+  std::string control_token_file = "";  ///< the endpoint's bearer token, in a file; required off loopback
+  bool control_per_rank = false;        ///< torchrun: every rank listens (PORT + LOCAL_RANK), not only rank 0
+  std::string metrics_push = "";        ///< "" | http://HOST:PORT of a Prometheus Pushgateway
+  double metrics_push_interval = 30;    ///< seconds between pushes (and one at each epoch end)
+  std::string metrics_push_job = "yolotrain";  ///< the pushed group's job label (instance: the run's name)
   std::string deadline = "";         ///< "" | duration (90m, 2h30m, 3600s) | clock time HH:MM | YYYY-MM-DDTHH:MM[:SS]
   std::int64_t threads = 0;          ///< intra-op threads; 0: one per core (per rank: cores / ranks per machine)
   double dist_timeout = 1800;        ///< seconds a collective may wait for the other ranks
@@ -119,6 +125,8 @@ struct TrainConfig {
   std::string to_yaml() const;
   /// Checks what involves several arguments; throws yolotrain::Error.
   void validate() const;
+  /// control=, control_token_file= (the file read, the token not kept), metrics_push=; throws ConfigError.
+  void validate_control() const;
 
   /// `cfg=file.yaml` first (if given), then every `key=value` in order, then validate().
   static TrainConfig from_args(const std::vector<std::string>& args);

@@ -16,6 +16,7 @@ const char* to_string(StopReason reason) noexcept {
     case StopReason::Signal: return "signal";
     case StopReason::Deadline: return "deadline";
     case StopReason::Api: return "api";
+    case StopReason::Remote: return "remote";
   }
   return "unknown";
 }

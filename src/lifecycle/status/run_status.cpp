@@ -43,7 +43,9 @@ std::int64_t resident_bytes() noexcept {
 }
 
 RunStatus::RunStatus(std::filesystem::path file, std::chrono::milliseconds interval)
-    : file_(std::move(file)), interval_(interval), started_(unix_now()), progressed_(started_) {}
+    : file_(std::move(file)), interval_(interval), started_(unix_now()), progressed_(started_) {
+  if (!file_.empty()) run_label_ = std::filesystem::absolute(file_).parent_path().string();
+}
 
 void RunStatus::set_state(RunState state) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -79,6 +81,7 @@ void RunStatus::set_checkpoint(const std::filesystem::path& path, std::int64_t s
   checkpoint_path_ = path.string();
   checkpoint_step_ = step;
   checkpoint_time_ = wall_time;
+  ++checkpoints_;
   write_locked();
 }
 
@@ -104,7 +107,32 @@ void RunStatus::set_remote(const RemoteUploadStatus& remote) {
 void RunStatus::set_textfile(const std::filesystem::path& path, const std::string& run) {
   std::lock_guard<std::mutex> lock(mutex_);
   textfile_ = path;
-  run_label_ = run.empty() ? std::filesystem::absolute(file_).parent_path().string() : run;
+  if (!run.empty()) run_label_ = run;
+}
+
+void RunStatus::set_run_label(const std::string& run) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  run_label_ = run;
+}
+
+std::string RunStatus::json() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return json_locked();
+}
+
+std::string RunStatus::prometheus() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return prometheus_text(nlohmann::ordered_json::parse(json_locked()), run_label_);
+}
+
+std::int64_t RunStatus::step() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return step_;
+}
+
+std::uint64_t RunStatus::checkpoints() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return checkpoints_;
 }
 
 void RunStatus::write() {
@@ -122,8 +150,7 @@ std::optional<std::string> RunStatus::last_error() const {
   return write_error_;
 }
 
-void RunStatus::write_locked() {
-  if (file_.empty()) return;  // a status that only keeps figures (the non-leading ranks)
+std::string RunStatus::json_locked() const {
   nlohmann::ordered_json j;
   j["state"] = to_string(state_);
   j["pid"] = static_cast<long>(getpid());
@@ -162,9 +189,15 @@ void RunStatus::write_locked() {
         {"bytes", r.bytes},
         {"seconds", r.seconds}};
   }
+  return j.dump(2) + "\n";
+}
+
+void RunStatus::write_locked() {
+  if (file_.empty()) return;  // a status that only keeps figures (the non-leading ranks)
+  const std::string text = json_locked();
   try {
-    atomic_write(file_, j.dump(2) + "\n");
-    if (!textfile_.empty()) atomic_write(textfile_, prometheus_text(j, run_label_));
+    atomic_write(file_, text);
+    if (!textfile_.empty()) atomic_write(textfile_, prometheus_text(nlohmann::ordered_json::parse(text), run_label_));
     write_error_.reset();
   } catch (const std::exception& e) {
     if (!write_error_ || *write_error_ != e.what()) std::cerr << "yolotrain: status: " << e.what() << "\n";

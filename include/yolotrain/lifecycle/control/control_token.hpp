@@ -16,9 +16,10 @@ enum class StopReason : int {
   Signal = 1,    ///< a signal (see ControlToken::stop_signal())
   Deadline = 2,  ///< a deadline passed
   Api = 3,       ///< the host program asked (another thread, a callback)
+  Remote = 4,    ///< a request over the network (POST /v1/stop to a yolotrain::endpoint::ControlServer)
 };
 
-/// "none", "signal", "deadline" or "api".
+/// "none", "signal", "deadline", "api" or "remote".
 const char* to_string(StopReason reason) noexcept;
 
 /// The shared request state of one run: stop (with a reason), pause, resume, checkpoint-now and a

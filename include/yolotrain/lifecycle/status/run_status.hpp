@@ -67,16 +67,29 @@ class RunStatus {
   void set_textfile(const std::filesystem::path& path, const std::string& run = "");
   /// Records the state of the run's remote mirror and writes now.
   void set_remote(const RemoteUploadStatus& remote);
+  /// Labels the Prometheus figures run="<run>" (set_textfile's label; default: the folder holding
+  /// the status file, "" without one).
+  void set_run_label(const std::string& run);
   /// Writes now.
   void write();
   /// Writes if `interval` passed since the last write.
   void maybe_write();
+
+  /// The document status.json holds, as its text (what GET /v1/status of a control endpoint answers).
+  std::string json() const;
+  /// The same figures in Prometheus' text exposition (the textfile's content; GET /metrics).
+  std::string prometheus() const;
+  /// The step last recorded by set_progress().
+  std::int64_t step() const;
+  /// How many checkpoints set_checkpoint() has recorded so far.
+  std::uint64_t checkpoints() const;
 
   const std::filesystem::path& path() const { return file_; }
   std::optional<std::string> last_error() const;
 
  private:
   void write_locked();
+  std::string json_locked() const;
 
   std::filesystem::path file_;
   std::chrono::milliseconds interval_;
@@ -91,6 +104,7 @@ class RunStatus {
   std::map<std::string, double> metrics_;
   std::optional<std::string> checkpoint_path_;
   std::int64_t checkpoint_step_ = 0;
+  std::uint64_t checkpoints_ = 0;
   double checkpoint_time_ = 0;
   std::vector<std::pair<double, std::string>> requests_;
   std::optional<std::string> error_;
