@@ -20,6 +20,8 @@
 #include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 #include "yolotrain/lifecycle/checkpoint/optimizer_state_key.hpp"
 #include "yolotrain/lifecycle/control/pause.hpp"
+#include "yolotrain/endpoint/bearer_token.hpp"
+#include "yolotrain/endpoint/control_server.hpp"
 #include "yolotrain/lifecycle/status/run_status.hpp"
 #include "yolotrain/lifecycle/files/sha256.hpp"
 
@@ -128,7 +130,9 @@ class Run {
       : o_(o), token_(token), log_(log), device_(o.device == "cuda" ? torch::kCUDA : torch::kCPU),
         model_(nullptr),
         store_(lc::CheckpointStoreOptions{o.dir, 2, model_id(o), "ckpt", {}}),
-        status_(o.dir / "status.json", std::chrono::milliseconds(1000)) {}
+        status_(o.dir / "status.json", std::chrono::milliseconds(1000)) {
+    if (!o.control.empty()) open_control();
+  }
 
   Result run();
   /// run(), with a failure (a checkpoint that cannot be written, ...) also recorded in status.json.
@@ -158,6 +162,7 @@ class Run {
   void hold();
   void report_saved();
   void say(const std::string& line) { if (!o_.quiet) log_ << line << std::endl; }
+  void open_control();
 
   Options o_;
   lc::ControlToken& token_;
@@ -167,6 +172,7 @@ class Run {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   lc::CheckpointStore store_;
   lc::RunStatus status_;
+  std::unique_ptr<yolotrain::endpoint::ControlServer> control_;  // after status_: closed before it goes
   std::int64_t step_ = 0;
   std::int64_t steps_per_epoch_ = 1;
   std::int64_t saved_step_ = -1;
@@ -174,6 +180,21 @@ class Run {
   double loss_ = 0;
   Result result_;
 };
+
+// --control: the same requests as the signals, over HTTP, beside the same token; the server reads
+// this run's status. Closed when the run is over (a request waiting for "stopped" hears it).
+void Run::open_control() {
+  yolotrain::endpoint::ControlServerOptions options;
+  try {
+    options.address = yolotrain::endpoint::parse_listen_address(o_.control);
+    if (!o_.control_token_file.empty()) options.token = yolotrain::endpoint::read_token_file(o_.control_token_file);
+    control_ = std::make_unique<yolotrain::endpoint::ControlServer>(token_, options);
+  } catch (const yolotrain::Error& e) {
+    throw UsageError(std::string("--control: ") + e.what());
+  }
+  control_->attach(status_);
+  say("control: listening on " + control_->url());
+}
 
 std::vector<torch::Tensor*> Run::momentum_buffers() {
   // One slot per parameter, in parameter order; nullptr where SGD has no buffer yet.

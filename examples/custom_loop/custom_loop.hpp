@@ -36,6 +36,10 @@ struct Options {
   std::int64_t fc_width = 0;  ///< width of an extra hidden layer (0: none); makes checkpoints big
   int threads = 0;            ///< intra-op threads (0: one per core)
   bool quiet = false;         ///< no per-run messages on the log
+  /// HOST:PORT of an HTTP control endpoint beside the signals (yolotrain::endpoint::ControlServer):
+  /// POST /v1/pause, /v1/resume, /v1/stop, /v1/checkpoint; GET /v1/status, /metrics. "": none.
+  std::string control;
+  std::string control_token_file;  ///< its bearer token, in a file (required off loopback)
 };
 
 /// How a run ended.

@@ -19,9 +19,12 @@ constexpr const char* kUsage =
     "usage: custom_loop --dir DIR --steps N [--seed S] [--batch B] [--save-every-steps K]\n"
     "                   [--save-interval-s T] [--step-delay-ms M] [--hold-at-step N]\n"
     "                   [--pause-release cache|offload|exit] [--device cpu|cuda] [--fc-width W] [--threads T]\n"
+    "                   [--control HOST:PORT [--control-token-file FILE]]\n"
     "Running again with the same --dir resumes from the newest valid checkpoint.\n"
     "Signals: SIGINT/SIGTERM stop with a checkpoint, SIGUSR1 pause, SIGUSR2/SIGCONT resume,\n"
     "SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes).\n"
+    "--control HOST:PORT: the same over HTTP (POST /v1/pause, /v1/resume, /v1/stop, /v1/checkpoint;\n"
+    "GET /v1/status, /metrics); a stop over HTTP exits 75. Off 127.0.0.1 it needs --control-token-file.\n"
     "--hold-at-step N: after step N, wait for a signal before going on (to aim one at a known step).\n";
 
 std::int64_t parse_int(const std::string& flag, const std::string& value) {
@@ -68,6 +71,8 @@ custom_loop::Options parse(int argc, char** argv) {
       {"--device", [&](auto&, auto& v) { o.device = v; }},
       {"--fc-width", [&](auto& f, auto& v) { o.fc_width = parse_int(f, v); }},
       {"--threads", [&](auto& f, auto& v) { o.threads = static_cast<int>(parse_int(f, v)); }},
+      {"--control", [&](auto&, auto& v) { o.control = v; }},
+      {"--control-token-file", [&](auto&, auto& v) { o.control_token_file = v; }},
   };
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;

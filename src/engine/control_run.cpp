@@ -28,13 +28,13 @@ ControlRun::~ControlRun() { finish(); }
 void ControlRun::attach(lifecycle::RunStatus& status, const std::string& run_name, TrainerCallbacks& cb) {
   if (server_) server_->attach(status);
   if (cfg_.metrics_push.empty() || !leader_) return;
-  endpoint::MetricsPushOptions o;
+  remote::MetricsPushOptions o;
   o.url = cfg_.metrics_push;
   o.job = cfg_.metrics_push_job;
   o.instance = run_name;
   o.interval = std::chrono::milliseconds(static_cast<std::int64_t>(cfg_.metrics_push_interval * 1000));
-  pusher_ = std::make_unique<endpoint::MetricsPusher>(status, o);
-  std::cout << "metrics_push: pushing to " << endpoint::pushgateway_group_url(o) << std::endl;
+  pusher_ = std::make_unique<remote::MetricsPusher>(status, o);
+  std::cout << "metrics_push: pushing to " << remote::pushgateway_group_url(o) << std::endl;
   cb.on_fit_epoch_end.add([p = pusher_.get()](const EpochMetrics&) { p->push_now(); });
   cb.on_state_change.add([p = pusher_.get()](lifecycle::RunState) { p->push_now(); });
 }

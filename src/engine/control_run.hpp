@@ -9,7 +9,7 @@
 
 #include "rank_group.hpp"
 #include "yolotrain/endpoint/control_server.hpp"
-#include "yolotrain/endpoint/metrics_push.hpp"
+#include "yolotrain/remote/metrics_push.hpp"
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
@@ -35,7 +35,7 @@ class ControlRun {
   bool leader_;
   bool finished_ = false;
   std::unique_ptr<endpoint::ControlServer> server_;
-  std::unique_ptr<endpoint::MetricsPusher> pusher_;
+  std::unique_ptr<remote::MetricsPusher> pusher_;
 };
 
 }  // namespace yolotrain::engine::detail

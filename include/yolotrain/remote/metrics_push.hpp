@@ -1,5 +1,5 @@
 #pragma once
-// yolotrain::endpoint::MetricsPusher — a run's figures pushed to a Prometheus Pushgateway, for runs
+// yolotrain::remote::MetricsPusher — a run's figures pushed to a Prometheus Pushgateway, for runs
 // Prometheus cannot scrape (a batch job behind a NAT, a short run): its documented HTTP API, PUT
 // <gateway>/metrics/job/<job>/instance/<instance> with the text GET /metrics answers.
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include "yolotrain/lifecycle/status/run_status.hpp"
 
-namespace yolotrain::endpoint {
+namespace yolotrain::remote {
 
 struct MetricsPushOptions {
   std::string url;               ///< the Pushgateway: http(s)://HOST:PORT, a path prefix allowed
@@ -55,4 +55,4 @@ class MetricsPusher {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace yolotrain::endpoint
+}  // namespace yolotrain::remote

@@ -1,4 +1,4 @@
-#include "yolotrain/endpoint/metrics_push.hpp"
+#include "yolotrain/remote/metrics_push.hpp"
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -11,7 +11,7 @@
 
 #include "yolotrain/lifecycle/control/signal_binding.hpp"
 
-namespace yolotrain::endpoint {
+namespace yolotrain::remote {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -163,4 +163,4 @@ MetricsPusher::Counters MetricsPusher::counters() const {
   return impl_->counters;
 }
 
-}  // namespace yolotrain::endpoint
+}  // namespace yolotrain::remote
