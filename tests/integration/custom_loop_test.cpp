@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "http_client.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -170,6 +171,39 @@ TEST_CASE("pause-release exit checkpoints and exits 75 and the rerun resumes", "
   const std::int64_t step = stopped_step(out);
   const Finished resumed = run_to_end(args(dir, {"--pause-release", "exit"}), tmp / "out2.txt");
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step " + std::to_string(step)));
+  CHECK(digest_of(resumed.output) == baseline_digest());
+}
+
+TEST_CASE("--control: pause, checkpoint, resume and stop over HTTP as the signals; the resumed run ends identical",
+          "[integration][control]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "10", "--control", "127.0.0.1:0"}), tmp / "out.txt");
+  REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));  // held there until a request
+  std::smatch m;
+  const std::string out = yt::slurp(tmp / "out.txt");
+  REQUIRE(std::regex_search(out, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)")));
+  const int port = std::stoi(m[1].str());
+  auto r = yt::http_request(port, "POST", "/v1/pause?wait=60");
+  INFO(r.body);
+  CHECK(r.status == 200);
+  CHECK(in_state(dir, "paused"));  // the answer comes once status.json says it
+  const auto paused_at = status_of(dir)["step"].get<std::int64_t>();
+  CHECK(status_of(dir)["last_checkpoint"]["step"] == paused_at);
+  CHECK(yt::http_request(port, "POST", "/v1/resume?wait=60").status == 200);
+  r = yt::http_request(port, "POST", "/v1/checkpoint?wait=60");
+  CHECK(r.status == 200);
+  CHECK(status_of(dir)["last_checkpoint"]["step"].get<std::int64_t>() > paused_at);
+  r = yt::http_request(port, "POST", "/v1/stop?wait=60");
+  CHECK(r.status == 200);
+  CHECK(r.json()["state"] == "stopped");
+  const auto code = yt::wait_exit(child, 60s);
+  const std::string stopped = yt::slurp(tmp / "out.txt");
+  INFO(stopped);
+  CHECK(code == 75);
+  REQUIRE(std::regex_search(stopped, m, std::regex("stopped by remote at step ([0-9]+)")));
+  const Finished resumed = run_to_end(args(dir), tmp / "out2.txt");
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step " + m[1].str()));
   CHECK(digest_of(resumed.output) == baseline_digest());
 }
 

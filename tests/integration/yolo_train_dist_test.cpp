@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "http_client.hpp"
 #include "s3_server.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
@@ -227,6 +228,39 @@ TEST_CASE("a pause sent to one rank pauses both and a resume sent to the other r
   const auto codes = wait_all(ranks, 300s);
   INFO(outputs(tmp.path()));
   CHECK(codes == std::vector<int>{0, 0});
+}
+
+TEST_CASE("over HTTP: a pause sent to rank 1 pauses both ranks at one step; a resume sent to rank 0 resumes both",
+          "[integration][control]") {
+  yt::TempDir tmp;
+  int port = 0;  // rank 0 listens on it, rank 1 on the next: both must be free
+  for (int tries = 0; tries < 50 && port == 0; ++tries) {
+    const int p = yt::free_port();
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(p + 1));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) port = p;
+    ::close(fd);
+  }
+  REQUIRE(port > 0);
+  auto ranks = start_ranks(tmp.path(), {"control=127.0.0.1:" + std::to_string(port), "control_per_rank=true"});
+  REQUIRE(yt::wait_for_step(tmp / "run", 2));
+  auto r = yt::http_request(port + 1, "POST", "/v1/pause?wait=120");
+  INFO(r.body << outputs(tmp.path()));
+  CHECK(r.status == 200);
+  CHECK(r.json()["state"] == "paused");
+  CHECK(yt::wait_until([&] { return yt::status_of(tmp / "run")["state"] == "paused"; }, 60s));  // rank 0's
+  CHECK(yt::status_of(tmp / "run")["step"] == r.json()["step"]);  // one step for both
+  r = yt::http_request(port, "GET", "/v1/status");
+  CHECK(r.json()["state"] == "paused");
+  r = yt::http_request(port, "POST", "/v1/resume?wait=120");
+  CHECK(r.status == 200);
+  const auto codes = wait_all(ranks, 300s);
+  CHECK(codes == std::vector<int>{0, 0});
+  CHECK_THAT(yt::slurp(tmp / "rank1.txt"), Catch::Contains("control: rank 1 listening on http://127.0.0.1:" +
+                                                            std::to_string(port + 1)));
 }
 
 TEST_CASE("a killed rank makes the other exit 69 naming it instead of hanging", "[integration]") {

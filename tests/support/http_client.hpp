@@ -54,6 +54,21 @@ inline bool http_send(int fd, const std::string& bytes) {
   return true;
 }
 
+/// A chunked body's content (what a Go server sends for a long answer).
+inline std::string http_dechunk(const std::string& chunked) {
+  std::string out;
+  std::size_t at = 0;
+  for (;;) {
+    const auto eol = chunked.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    const std::size_t size = std::strtoul(chunked.c_str() + at, nullptr, 16);
+    if (size == 0 || eol + 2 + size > chunked.size()) break;
+    out += chunked.substr(eol + 2, size);
+    at = eol + 2 + size + 2;
+  }
+  return out;
+}
+
 /// Reads until the peer closes or `timeout` passes; parses the first response in what came.
 inline HttpResponse http_read(int fd, std::chrono::milliseconds timeout) {
   std::string in;
@@ -74,6 +89,7 @@ inline HttpResponse http_read(int fd, std::chrono::milliseconds timeout) {
   r.status = std::atoi(in.c_str() + 9);
   r.headers = in.substr(0, end);
   r.body = in.substr(end + 4);
+  if (r.headers.find("Transfer-Encoding: chunked") != std::string::npos) r.body = http_dechunk(r.body);
   return r;
 }
 
