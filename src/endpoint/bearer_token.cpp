@@ -1,10 +1,8 @@
 #include "yolotrain/endpoint/bearer_token.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/sha.h>
 #include <strings.h>
 
-#include <array>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -22,12 +20,6 @@ bool token68(const std::string& s) {
     if (!std::isalnum(c) && std::strchr("-._~+/=", c) == nullptr) return false;
   }
   return true;
-}
-
-std::array<unsigned char, SHA256_DIGEST_LENGTH> digest(const char* data, std::size_t size) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
-  SHA256(reinterpret_cast<const unsigned char*>(data), size, d.data());
-  return d;
 }
 
 }  // namespace
@@ -61,9 +53,10 @@ bool bearer_matches(const char* authorization, const std::string& token) {
   const std::size_t n = sizeof(kScheme) - 1;
   const bool scheme = authorization != nullptr && strncasecmp(authorization, kScheme, n) == 0;
   const char* given = scheme ? authorization + n : "";
-  const auto a = digest(given, std::strlen(given));
-  const auto b = digest(token.data(), token.size());
-  return (CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0) && scheme && !token.empty();
+  const bool same_length = std::strlen(given) == token.size();
+  // Always token.size() bytes compared: against itself when the length differs.
+  const bool equal = CRYPTO_memcmp(token.data(), same_length ? given : token.data(), token.size()) == 0;
+  return scheme && same_length && equal && !token.empty();
 }
 
 }  // namespace yolotrain::endpoint

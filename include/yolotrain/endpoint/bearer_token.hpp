@@ -12,8 +12,9 @@ namespace yolotrain::endpoint {
 std::string read_token_file(const std::filesystem::path& file);
 
 /// Whether `authorization` (an Authorization header's value, or null) is "Bearer <token>". The
-/// comparison takes the same time wherever the two differ and whatever their lengths (it compares
-/// their SHA-256 digests with OpenSSL's CRYPTO_memcmp), so response times do not leak the token.
+/// comparison (OpenSSL's CRYPTO_memcmp over the token's length, whatever was given) takes the same
+/// time wherever the two differ, so response times do not leak the token; a given token of another
+/// length reveals only that (as Go's subtle.ConstantTimeCompare).
 bool bearer_matches(const char* authorization, const std::string& token);
 
 }  // namespace yolotrain::endpoint
