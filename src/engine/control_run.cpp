@@ -11,13 +11,14 @@ ControlRun::ControlRun(const TrainConfig& cfg, const RankGroup& ranks, lifecycle
     : cfg_(cfg), leader_(ranks.leader()) {
   if (cfg.control.empty() || !(ranks.leader() || cfg.control_per_rank)) return;
   endpoint::ControlServerOptions o;
-  o.address = endpoint::parse_listen_address(cfg.control);
-  if (cfg.control_per_rank && o.address.port != 0) o.address.port += ranks.local_rank();
   try {
+    o.address = endpoint::parse_listen_address(cfg.control);
+    if (cfg.control_per_rank && o.address.port != 0) o.address.port += ranks.local_rank();
     if (!cfg.control_token_file.empty()) o.token = endpoint::read_token_file(cfg.control_token_file);
     server_ = std::make_unique<endpoint::ControlServer>(token, o);
-  } catch (const Error& e) {
-    throw ConfigError(e.what());
+  } catch (const Error& e) {  // the listen and token errors name their argument; the address's do not
+    const std::string why = e.what();
+    throw ConfigError(why.rfind("control", 0) == 0 ? why : "control=" + cfg.control + ": " + why);
   }
   std::cout << "control: " << (ranks.active() ? "rank " + std::to_string(ranks.rank()) + " " : std::string())
             << "listening on " << server_->url() << (o.token.empty() ? "" : " (bearer token required)") << std::endl;

@@ -179,6 +179,22 @@ TEST_CASE("a wait not carried out answers 202 when its time is up, or at once wh
   CHECK(yt::http_request(port, "GET", "/healthz", "", 2s).status == 0);  // no longer listening
 }
 
+TEST_CASE("a wait outlasts the idle and request time limits: a suspended request is not cut off", "[endpoint]") {
+  lc::ControlToken token;
+  lc::RunStatus status("");
+  status.set_state(lc::RunState::Running);
+  ye::ControlServerOptions o;
+  o.idle_timeout = 1000ms;
+  o.request_timeout = 1000ms;
+  ye::ControlServer server(token, o);
+  server.attach(status);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = yt::http_request(server.port(), "POST", "/v1/checkpoint?wait=2.5");
+  CHECK(std::chrono::steady_clock::now() - t0 >= 2500ms);
+  CHECK(r.status == 202);
+  CHECK(r.json()["reached"] == false);
+}
+
 TEST_CASE("with a token: missing or wrong is 401 and changes nothing; only the listed paths and methods",
           "[endpoint]") {
   lc::ControlToken token;
