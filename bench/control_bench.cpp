@@ -173,11 +173,12 @@ int main(int argc, char** argv) {
       steps_ms[mode].push_back(r.step_ms);
       status_ms[mode].insert(status_ms[mode].end(), r.status_ms.begin(), r.status_ms.end());
       std::printf("round %d %-5s: %.3f ms per step%s\n", i + 1, mode.c_str(), r.step_ms,
-                  r.status_ms.empty() ? "" : (", GET /v1/status median " + std::to_string(median(r.status_ms)) +
-                                              " ms, max " +
-                                              std::to_string(*std::max_element(r.status_ms.begin(), r.status_ms.end())) +
-                                              " ms (" + std::to_string(r.status_ms.size()) + " answered)")
-                                                 .c_str());
+                  r.status_ms.empty()
+                      ? ""
+                      : (", GET /v1/status median " + std::to_string(median(r.status_ms)) + " ms, max " +
+                         std::to_string(*std::max_element(r.status_ms.begin(), r.status_ms.end())) + " ms (" +
+                         std::to_string(r.status_ms.size()) + " answered)")
+                            .c_str());
     }
   }
   for (const std::string mode : {"none", "idle", "flood"}) {

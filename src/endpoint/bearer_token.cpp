@@ -40,7 +40,8 @@ std::string read_token_file(const std::filesystem::path& file) {
   std::string token = text.str();
   const auto first = token.find_first_not_of(" \t\r\n");
   token = first == std::string::npos ? "" : token.substr(first, token.find_last_not_of(" \t\r\n") - first + 1);
-  if (token.empty()) throw Error(name + ": the file is empty; write a bearer token into it (e.g. openssl rand -hex 32)");
+  if (token.empty())
+    throw Error(name + ": the file is empty; write a bearer token into it (e.g. openssl rand -hex 32)");
   if (token.size() > kMaxTokenBytes) throw Error(name + ": longer than " + std::to_string(kMaxTokenBytes) + " bytes");
   if (!token68(token)) {
     throw Error(name + ": the token may hold only letters, digits and -._~+/= (RFC 6750), e.g. openssl rand -hex 32");

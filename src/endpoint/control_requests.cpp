@@ -70,7 +70,8 @@ std::string answer(const Ticket& ticket, const lifecycle::RunStatus* status) {
   j["request"] = name(ticket.command);
   j["state"] = lifecycle::to_string(state_of(status));
   j["step"] = status ? status->step() : 0;
-  j["acts_at_step"] = ticket.ended ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(ticket.step + (ticket.paused ? 0 : 1));
+  j["acts_at_step"] =
+      ticket.ended ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(ticket.step + (ticket.paused ? 0 : 1));
   j["reached"] = reached(ticket, status);
   return j.dump() + "\n";
 }

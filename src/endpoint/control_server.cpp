@@ -83,7 +83,9 @@ std::string peer_of(MHD_Connection* c) {
   return text;
 }
 
-const char* header(MHD_Connection* c, const char* name) { return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name); }
+const char* header(MHD_Connection* c, const char* name) {
+  return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
 
 // The paths served and the method each takes.
 const char* method_of(const std::string& path) {
@@ -280,8 +282,10 @@ std::optional<Reply> ControlServer::Impl::check(MHD_Connection* c, const std::st
   if (!o.token.empty() && !bearer_matches(header(c, MHD_HTTP_HEADER_AUTHORIZATION), o.token)) {
     return plain(401, "unauthorized\n", {{MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer"}});
   }
-  if (allowed == nullptr) return plain(404, "not found: the endpoint serves /v1/{pause,resume,stop,checkpoint,status}, /metrics, /healthz\n");
-  if (method != allowed) return plain(405, "method not allowed: " + path + " takes " + allowed + "\n", {{MHD_HTTP_HEADER_ALLOW, allowed}});
+  if (allowed == nullptr)
+    return plain(404, "not found: the endpoint serves /v1/{pause,resume,stop,checkpoint,status}, /metrics, /healthz\n");
+  if (method != allowed)
+    return plain(405, "method not allowed: " + path + " takes " + allowed + "\n", {{MHD_HTTP_HEADER_ALLOW, allowed}});
   if (const char* length = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
       length != nullptr && std::strtoull(length, nullptr, 10) > o.max_body_bytes) {
     return plain(413, "request body too large\n");

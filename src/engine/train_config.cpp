@@ -465,7 +465,8 @@ void TrainConfig::validate_control() const {
     }
   }
   if (!metrics_push.empty() && metrics_push.rfind("http://", 0) != 0 && metrics_push.rfind("https://", 0) != 0) {
-    throw ConfigError("metrics_push=" + metrics_push + ": give the Pushgateway's URL, http://HOST:PORT (default port 9091)");
+    throw ConfigError("metrics_push=" + metrics_push +
+                      ": give the Pushgateway's URL, http://HOST:PORT (default port 9091)");
   }
 }
 

@@ -61,7 +61,8 @@ std::optional<double> series_value(const std::string& text, const std::string& f
 
 }  // namespace
 
-TEST_CASE("over HTTP: pause, checkpoint and resume leave the weights of an uninterrupted run", "[integration][control]") {
+TEST_CASE("over HTTP: pause, checkpoint and resume leave the weights of an uninterrupted run",
+          "[integration][control]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
   yt::Child child = yt::spawn(train_args(tmp.path(), {"control=127.0.0.1:0"}), tmp / "out.txt");

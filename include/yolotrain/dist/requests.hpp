@@ -27,7 +27,8 @@ struct AgreedRequests {
 
 /// This rank's requests as one word whose MAXIMUM over the ranks is the group's decision: the
 /// higher bits win, in this order: stop (with force, then the reason: a signal beats a remote stop
-/// (the control endpoint's), which beats a deadline, which beats an API stop; a higher signal number beats a lower one, so SIGTERM beats SIGINT),
+/// (the control endpoint's), which beats a deadline, which beats an API stop; a higher signal
+/// number beats a lower one, so SIGTERM beats SIGINT),
 /// resume (only when `group_paused`, for a rank whose token is no longer paused), pause, suspend,
 /// checkpoint. A request that loses (a checkpoint while another rank pauses) stays pending on its
 /// token and is agreed at a later step.
