@@ -4,13 +4,17 @@
 Reads every C++ file (.cpp, .hpp, .h, .cc) under src/, include/, tests/, examples/ and bench/ --
 the files git tracks when REPO is a git checkout, else every such file in those folders -- and
 counts each line's characters (UTF-8 decoded, the newline not counted). Prints `path:line: length`
-for every line over 120 and exits 1; with none, prints a one-line summary and exits 0.
+for every line over 120 and exits 1; with none, prints a one-line summary and exits 0. It also
+checks the names of the tests' TEST_CASEs, which catch_discover_tests makes CTest names: a ';'
+(CTest splits the name there into tests that match nothing) or a leading '-' (Catch2 3 reads the
+name as an option) fails it too.
 .clang-format (ColumnLimit 120) lays code out within the rule; this script is what checks it, and
 CTest runs it as the test `style_line_length`.
 
 Run: /usr/bin/python3 scripts/check_style.py [REPO]
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -41,12 +45,30 @@ def walked_files():
                 yield os.path.relpath(os.path.join(folder, n), ROOT)
 
 
+# A TEST_CASE's name: one string literal or several in a row.
+TEST_NAME = re.compile(r'TEST_CASE\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
+
+
+def bad_test_names(rel, text):
+    """`path:line: why` for each TEST_CASE name CTest cannot run by name."""
+    out = []
+    for m in TEST_NAME.finditer(text):
+        name = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+        line = text.count("\n", 0, m.start()) + 1
+        if ";" in name:
+            out.append(f"{rel}:{line}: a TEST_CASE name with ';' (CTest splits it there): {name}")
+        if name.startswith("-"):
+            out.append(f"{rel}:{line}: a TEST_CASE name starting with '-' (Catch2 3 reads it as an option): {name}")
+    return out
+
+
 def main():
     paths = tracked_files()
     if paths is None:
         paths = walked_files()
     checked = 0
     long_lines = 0
+    bad_names = 0
     for rel in sorted(p for p in paths if p.endswith(EXTENSIONS)):
         path = os.path.join(ROOT, rel)
         if not os.path.isfile(path):  # tracked but deleted in the work tree
@@ -58,9 +80,14 @@ def main():
                 if length > LIMIT:
                     print(f"{rel}:{number}: {length}")
                     long_lines += 1
-    if long_lines:
-        print(f"{long_lines} line(s) longer than {LIMIT} columns in {checked} C++ files "
-              f"(CONTRIBUTING.md, Style)", file=sys.stderr)
+        if rel.startswith("tests/"):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for problem in bad_test_names(rel, f.read()):
+                    print(problem)
+                    bad_names += 1
+    if long_lines or bad_names:
+        print(f"{long_lines} line(s) longer than {LIMIT} columns, {bad_names} test name(s) CTest cannot run, in "
+              f"{checked} C++ files (CONTRIBUTING.md, Style)", file=sys.stderr)
         return 1
     print(f"{checked} C++ files under {', '.join(FOLDERS)}: no line longer than {LIMIT} columns")
     return 0

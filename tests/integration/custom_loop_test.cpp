@@ -174,7 +174,7 @@ TEST_CASE("pause-release exit checkpoints and exits 75 and the rerun resumes", "
   CHECK(digest_of(resumed.output) == baseline_digest());
 }
 
-TEST_CASE("custom_loop --control: pause, checkpoint, resume and stop over HTTP as the signals; resumed identical",
+TEST_CASE("custom_loop --control: pause, checkpoint, resume and stop over HTTP as the signals, resumed identical",
           "[integration][control]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";

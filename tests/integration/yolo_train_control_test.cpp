@@ -115,7 +115,7 @@ TEST_CASE("a stop over HTTP checkpoints and exits 75, and resume=true ends with 
   CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
 }
 
-TEST_CASE("with a token: none or a wrong one is 401 and changes nothing; the token is in no file or log",
+TEST_CASE("with a token: none or a wrong one is 401 and changes nothing, the token is in no file or log",
           "[integration][control]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
@@ -206,7 +206,7 @@ TEST_CASE("a real Prometheus scrapes the endpoint: the run's figures by name and
   CHECK(yt::wait_exit(child, 300s) == 0);
 }
 
-TEST_CASE("a real Pushgateway gets the figures; killed and restarted mid-run, training goes on and pushes catch up",
+TEST_CASE("a real Pushgateway gets the figures, killed and restarted mid-run, training goes on and pushes catch up",
           "[integration][control][prometheus]") {
   if (const auto why = yt::Pushgateway::unavailable()) {
     WARN("skipped: " << *why);

@@ -230,7 +230,7 @@ TEST_CASE("a pause sent to one rank pauses both and a resume sent to the other r
   CHECK(codes == std::vector<int>{0, 0});
 }
 
-TEST_CASE("over HTTP: a pause sent to rank 1 pauses both ranks at one step; a resume sent to rank 0 resumes both",
+TEST_CASE("over HTTP: a pause sent to rank 1 pauses both ranks at one step, a resume sent to rank 0 resumes both",
           "[integration][control]") {
   yt::TempDir tmp;
   int port = 0;  // rank 0 listens on it, rank 1 on the next: both must be free

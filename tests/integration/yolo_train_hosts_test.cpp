@@ -51,7 +51,7 @@ std::int64_t last_checkpoint_step(const fs::path& run) { return yt::status_of(ru
 
 }  // namespace
 
-TEST_CASE("two hosts: torchrun's c10d rendezvous; HTTP and signals act on both; a lost host ends the other with 69; "
+TEST_CASE("two hosts: torchrun's c10d rendezvous, HTTP and signals act on both, a lost host ends the other with 69, "
           "the run resumes on one host, then on two",
           "[integration][hosts]") {
   if (const auto why = yt::TwoHosts::unavailable()) {

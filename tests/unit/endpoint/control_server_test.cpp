@@ -195,7 +195,7 @@ TEST_CASE("a wait outlasts the idle and request time limits: a suspended request
   CHECK(r.json()["reached"] == false);
 }
 
-TEST_CASE("with a token: missing or wrong is 401 and changes nothing; only the listed paths and methods",
+TEST_CASE("with a token: missing or wrong is 401 and changes nothing, only the listed paths and methods",
           "[endpoint]") {
   lc::ControlToken token;
   lc::RunStatus status("");

@@ -10,7 +10,7 @@
 
 namespace ye = yolotrain::endpoint;
 
-TEST_CASE("control= addresses: IPv4, localhost, [IPv6], :PORT; bad ones say what to write", "[endpoint]") {
+TEST_CASE("control= addresses: IPv4, localhost, [IPv6], :PORT, bad ones say what to write", "[endpoint]") {
   const ye::ListenAddress a = ye::parse_listen_address("127.0.0.1:8080");
   CHECK(a.host == "127.0.0.1");
   CHECK(a.port == 8080);
