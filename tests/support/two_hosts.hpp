@@ -1,10 +1,13 @@
 #pragma once
 
 // Two "hosts" on one machine for the multi-host tests: two network namespaces joined by a veth
-// pair (10.77.0.1 and 10.77.0.2, reachable only from inside them), each with its own host name
-// (its own UTS namespace, the name in /etc/netns/<name>/hosts, which `ip netns exec` puts over
-// /etc/hosts), so that torchrun's c10d rendezvous finds each node at its own address. Needs root
-// and iproute2 (`ip netns`); unavailable() says why not otherwise. Everything is removed on
+// pair (10.77.0.1 and 10.77.0.2, reachable only from inside them), each process started there in
+// a UTS namespace whose host name is the host's address, so that torchrun's c10d rendezvous
+// advertises each node by an address the other reaches (it resolves the host name; an address
+// resolves to itself, no /etc/hosts needed). Processes enter a namespace with util-linux's
+// nsenter, not `ip netns exec` / `ip -n`: iproute2 6.x (Debian 13) first remounts / as a slave,
+// which fails in a chroot whose / is not a mount point (CI's fresh roots). Needs root and
+// iproute2 (`ip netns add`); unavailable() says why not otherwise. Everything is removed on
 // destruction, the processes in them SIGKILLed first.
 //
 //   if (auto why = yolotrain::test::TwoHosts::unavailable()) { WARN("skipped: " << *why); return; }
@@ -50,21 +53,15 @@ class TwoHosts {
     must("link add v" + names_[0] + " type veth peer name v" + names_[1]);
     for (int h = 0; h < 2; ++h) {
       must("link set v" + names_[h] + " netns " + names_[h]);
-      must("-n " + names_[h] + " addr add " + address(h) + "/24 dev v" + names_[h]);
-      must("-n " + names_[h] + " link set v" + names_[h] + " up");
-      must("-n " + names_[h] + " link set lo up");
-      std::filesystem::create_directories(etc(h));
-      std::ofstream(etc(h) / "hosts") << "127.0.0.1 localhost\n"
-                                      << address(0) << " " << names_[0] << "\n"
-                                      << address(1) << " " << names_[1] << "\n";
+      must("addr add " + address(h) + "/24 dev v" + names_[h], h);
+      must("link set v" + names_[h] + " up", h);
+      must("link set lo up", h);
     }
   }
   ~TwoHosts() {
     for (int h = 0; h < 2; ++h) {
       kill_all(h);
       ip("netns del " + names_[h]);  // the veth pair goes with it
-      std::error_code ec;
-      std::filesystem::remove_all(etc(h), ec);
     }
   }
   TwoHosts(const TwoHosts&) = delete;
@@ -73,11 +70,11 @@ class TwoHosts {
   const std::string& name(int host) const { return names_[host]; }
   std::string address(int host) const { return "10.77.0." + std::to_string(host + 1); }
 
-  /// `argv` as run on `host`: in its network, with its host name.
+  /// `argv` as run on `host`: in its network, its host name its address.
   std::vector<std::string> command(int host, const std::vector<std::string>& argv) const {
     std::vector<std::string> c = {"/bin/sh", "-c",
-                                  "PATH=/usr/sbin:/usr/bin:/sbin:/bin exec ip netns exec " + names_[host] +
-                                      " unshare --uts /bin/sh -c 'echo " + names_[host] +
+                                  "PATH=/usr/sbin:/usr/bin:/sbin:/bin exec " + enter(host) +
+                                      " unshare --uts /bin/sh -c 'echo " + address(host) +
                                       " > /proc/sys/kernel/hostname && exec \"$@\"' sh \"$@\"",
                                   "sh"};
     c.insert(c.end(), argv.begin(), argv.end());
@@ -105,18 +102,19 @@ class TwoHosts {
   }
 
  private:
-  static std::pair<int, std::string> ip(const std::string& args) {
+  // `ip ARGS`, in the root network, or with `prefix` (nsenter) in front.
+  static std::pair<int, std::string> ip(const std::string& args, const std::string& prefix = "") {
     TempDir tmp;
-    const Finished f =
-        run_to_end({"/bin/sh", "-c", "PATH=/usr/sbin:/usr/bin:/sbin:/bin exec ip " + args}, tmp / "ip.txt",
-                   std::chrono::seconds(30));
+    const Finished f = run_to_end({"/bin/sh", "-c", "PATH=/usr/sbin:/usr/bin:/sbin:/bin exec " + prefix + "ip " + args},
+                                  tmp / "ip.txt", std::chrono::seconds(30));
     return {f.code.value_or(-1), f.output};
   }
-  void must(const std::string& args) {
-    const auto [code, out] = ip(args);
+  // `ip ARGS` in `host`'s network (or the root's with host -1); throws with its output on failure.
+  void must(const std::string& args, int host = -1) {
+    const auto [code, out] = ip(args, host < 0 ? "" : enter(host) + " ");
     if (code != 0) throw std::runtime_error("ip " + args + " failed: " + out);
   }
-  std::filesystem::path etc(int host) const { return std::filesystem::path("/etc/netns") / names_[host]; }
+  std::string enter(int host) const { return "nsenter --net=/run/netns/" + names_[host]; }
 
   std::vector<std::string> names_;
 };
