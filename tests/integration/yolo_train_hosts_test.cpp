@@ -77,7 +77,7 @@ TEST_CASE("two hosts: torchrun's c10d rendezvous, HTTP and signals act on both, 
 
   // 1. One run over both hosts; a pause sent to host b's rank pauses both at one step.
   yt::Child a = on(0, 2, {}, "a1.txt"), b = on(1, 2, {}, "b1.txt");
-  REQUIRE(yt::wait_for_step(run, 2, 180s));
+  if (!yt::wait_for_step(run, 2, 180s)) FAIL("no step 2 in 180 s:\n" << both("a1.txt", "b1.txt"));
   auto r = hosts.in(1, [&] {
     return yt::http_request(kControlPort, "POST", "/v1/pause?wait=120", token, 150s, hosts.address(1));
   });
