@@ -17,13 +17,14 @@
 //   auto r = hosts.in(1, [&] { return http_request(8080, "GET", "/healthz", "", 5s, "10.77.0.2"); });
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -40,11 +41,13 @@ class TwoHosts {
   static std::optional<std::string> unavailable() {
     if (::geteuid() != 0) return "needs root (ip netns, veth)";
     if (ip("-V").first != 0) return "iproute2's ip is not installed (apt-get install iproute2)";
-    addrinfo* found = nullptr;  // torch 1.13's torchrun asks for "localhost"; a namespace has no DNS
-    if (::getaddrinfo("localhost", nullptr, nullptr, &found) != 0) {
-      return "'localhost' does not resolve from /etc/hosts here (a bare debootstrap root has no /etc/hosts)";
+    // torch 1.13's torchrun resolves "localhost" inside the namespace, which has no DNS: /etc/hosts must.
+    std::ifstream hosts("/etc/hosts");
+    const std::string text((std::istreambuf_iterator<char>(hosts)), std::istreambuf_iterator<char>());
+    if (!std::regex_search(text,
+                           std::regex("(^|\\n)[ \\t]*[0-9a-fA-F.:]+[ \\t]+([^\\n]*[ \\t])?localhost([ \\t]|$|\\n)"))) {
+      return "/etc/hosts names no localhost here (a bare debootstrap root has none)";
     }
-    ::freeaddrinfo(found);
     const std::string probe = "ytprobe" + std::to_string(::getpid());
     const auto [code, out] = ip("netns add " + probe);
     if (code != 0) return "ip netns add failed (no CAP_SYS_ADMIN here?): " + out;
