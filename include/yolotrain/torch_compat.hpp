@@ -1,8 +1,8 @@
 #pragma once
 // What differs between the libtorch versions yolotrain builds against — Debian 12's 1.13.1,
 // Debian 13's 2.6 and pytorch.org's 2.x (CPU or CUDA) — each in one named place, so the rest of
-// the code is written once. Others live where they are used and say so: autocast's per-device
-// calls (src/engine/mixed_precision.cpp).
+// the code is written once.
+#include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
 #include <variant>
@@ -40,6 +40,33 @@ using c10::holds_alternative;
 using CollectiveBackend = c10d::Backend;
 #else
 using CollectiveBackend = c10d::ProcessGroup;
+#endif
+
+// Autocast's state per device: libtorch 2.4 replaced the per-backend calls (set_enabled,
+// set_cpu_enabled, get_autocast_gpu_dtype, ...) with ones taking the device type, and deprecated
+// the old ones.
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
+inline bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+inline void set_autocast_enabled(bool cuda, bool on) {
+  at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on);
+}
+inline at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+inline void set_autocast_dtype(bool cuda, at::ScalarType t) {
+  at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t);
+}
+#else
+inline bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
+inline void set_autocast_enabled(bool cuda, bool on) {
+  if (cuda) at::autocast::set_enabled(on);
+  else at::autocast::set_cpu_enabled(on);
+}
+inline at::ScalarType autocast_dtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+inline void set_autocast_dtype(bool cuda, at::ScalarType t) {
+  if (cuda) at::autocast::set_autocast_gpu_dtype(t);
+  else at::autocast::set_autocast_cpu_dtype(t);
+}
 #endif
 
 }  // namespace yolotrain::torch_compat

@@ -5,33 +5,10 @@
 #include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::engine {
-namespace {
-
-// libtorch 2.4 replaced the per-backend autocast calls (set_enabled, set_cpu_enabled, ...) with
-// ones taking the device type; the old ones are deprecated there.
-#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
-bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
-void set_autocast_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on); }
-at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
-void set_autocast_dtype(bool cuda, at::ScalarType t) {
-  at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t);
-}
-#else
-bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
-void set_autocast_enabled(bool cuda, bool on) {
-  if (cuda) at::autocast::set_enabled(on);
-  else at::autocast::set_cpu_enabled(on);
-}
-at::ScalarType autocast_dtype(bool cuda) {
-  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-}
-void set_autocast_dtype(bool cuda, at::ScalarType t) {
-  if (cuda) at::autocast::set_autocast_gpu_dtype(t);
-  else at::autocast::set_autocast_cpu_dtype(t);
-}
-#endif
-
-}  // namespace
+using torch_compat::autocast_dtype;
+using torch_compat::autocast_enabled;
+using torch_compat::set_autocast_dtype;
+using torch_compat::set_autocast_enabled;
 
 AmpMode amp_mode(const std::string& amp, const torch::Device& device) {
   if (amp == "bf16") return AmpMode::Bf16;

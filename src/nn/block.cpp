@@ -134,8 +134,7 @@ void DFLImpl::reset() {
 
 at::Tensor DFLImpl::forward(const at::Tensor& x) {
   const int64_t b = x.size(0), a = x.size(2);
-  at::Tensor y = conv->forward(x.view({b, 4, c1, a}).transpose(2, 1).softmax(1));
-  detail::count_macs(*conv, y);
+  const at::Tensor y = detail::forward_conv(*conv, x.view({b, 4, c1, a}).transpose(2, 1).softmax(1));
   return y.view({b, 4, a});
 }
 

@@ -31,8 +31,7 @@ void ConvImpl::reset() {
 }
 
 at::Tensor ConvImpl::forward(const at::Tensor& x) {
-  at::Tensor y = conv->forward(x);
-  detail::count_macs(*conv, y);
+  at::Tensor y = detail::forward_conv(*conv, x);
   if (bn) y = bn->forward(y);
   if (!act) return y;
   // Without autograd, in place (Ultralytics' activations are inplace=True): one tensor less per layer.

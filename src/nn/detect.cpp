@@ -36,8 +36,7 @@ at::Tensor run_branch(const torch::nn::Module& branch, at::Tensor y) {
     if (auto* conv = child->as<ConvImpl>()) {
       y = conv->forward(y);
     } else if (auto* last = child->as<torch::nn::Conv2dImpl>()) {
-      y = last->forward(y);
-      detail::count_macs(*last, y);
+      y = detail::forward_conv(*last, y);
     } else {
       y = run_branch(*child, y);
     }

@@ -66,7 +66,7 @@ ProtoOutputs ProtoImpl::forward(const std::vector<at::Tensor>& xs) {
       at::Tensor s = x;
       for (const auto& m : semseg->children()) {
         if (auto* conv = m->as<ConvImpl>()) s = conv->forward(s);
-        else if (auto* last = m->as<torch::nn::Conv2dImpl>()) s = last->forward(s), detail::count_macs(*last, s);
+        else if (auto* last = m->as<torch::nn::Conv2dImpl>()) s = detail::forward_conv(*last, s);
       }
       out.semantic = s;
     }

@@ -84,6 +84,10 @@ namespace detail {
 double*& mac_counter();
 /// Adds the MACs of `conv` producing `out` to mac_counter() when one is set.
 void count_macs(const torch::nn::Conv2dImpl& conv, const at::Tensor& out);
+/// conv.forward(x), its MACs counted; under CPU autocast, while autograd records, one with an odd
+/// number of output channels runs in float32 (libtorch 2.6's bfloat16 backward for it is wrong:
+/// src/nn/odd_channel_conv.cpp).
+at::Tensor forward_conv(torch::nn::Conv2dImpl& conv, const at::Tensor& x);
 }  // namespace detail
 
 }  // namespace yolotrain::nn
