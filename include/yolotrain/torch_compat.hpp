@@ -50,22 +50,28 @@ inline bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabl
 inline void set_autocast_enabled(bool cuda, bool on) {
   at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on);
 }
-inline at::ScalarType autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+inline at::ScalarType autocast_dtype(bool cuda) {
+  return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU);
+}
 inline void set_autocast_dtype(bool cuda, at::ScalarType t) {
   at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t);
 }
 #else
 inline bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
 inline void set_autocast_enabled(bool cuda, bool on) {
-  if (cuda) at::autocast::set_enabled(on);
-  else at::autocast::set_cpu_enabled(on);
+  if (cuda)
+    at::autocast::set_enabled(on);
+  else
+    at::autocast::set_cpu_enabled(on);
 }
 inline at::ScalarType autocast_dtype(bool cuda) {
   return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
 }
 inline void set_autocast_dtype(bool cuda, at::ScalarType t) {
-  if (cuda) at::autocast::set_autocast_gpu_dtype(t);
-  else at::autocast::set_autocast_cpu_dtype(t);
+  if (cuda)
+    at::autocast::set_autocast_gpu_dtype(t);
+  else
+    at::autocast::set_autocast_cpu_dtype(t);
 }
 #endif
 

@@ -41,6 +41,19 @@ int control_port(const fs::path& out) {
   return port;
 }
 
+// A yolo_train run with its control endpoint on a free port of 127.0.0.1, once it listens.
+struct ControlledRun {
+  yt::Child child;
+  int port = 0;
+};
+ControlledRun start_controlled(const yt::TempDir& tmp, std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), "control=127.0.0.1:0");
+  ControlledRun run{yt::spawn(train_args(tmp.path(), extra), tmp / "out.txt")};
+  run.port = control_port(tmp / "out.txt");
+  REQUIRE(run.port > 0);
+  return run;
+}
+
 // A figure of the run's status.json, once there.
 std::optional<double> status_figure(const fs::path& dir, const std::string& name) {
   const auto s = yt::status_of(dir);
@@ -65,9 +78,7 @@ TEST_CASE("over HTTP: pause, checkpoint and resume leave the weights of an unint
           "[integration][control]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(train_args(tmp.path(), {"control=127.0.0.1:0"}), tmp / "out.txt");
-  const int port = control_port(tmp / "out.txt");
-  REQUIRE(port > 0);
+  auto [child, port] = start_controlled(tmp);
   REQUIRE(yt::wait_for_step(dir, 2));
   auto r = yt::http_request(port, "POST", "/v1/pause?wait=120");
   INFO(r.body);
@@ -94,9 +105,7 @@ TEST_CASE("a stop over HTTP checkpoints and exits 75, and resume=true ends with 
           "[integration][control]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(train_args(tmp.path(), {"control=127.0.0.1:0"}), tmp / "out.txt");
-  const int port = control_port(tmp / "out.txt");
-  REQUIRE(port > 0);
+  auto [child, port] = start_controlled(tmp);
   REQUIRE(yt::wait_for_step(dir, 3));
   const auto r = yt::http_request(port, "POST", "/v1/stop?wait=120");
   INFO(r.body);
@@ -121,11 +130,7 @@ TEST_CASE("with a token: none or a wrong one is 401 and changes nothing, the tok
   const fs::path dir = tmp / "run";
   const std::string token = "tok-" + std::to_string(::getpid()) + "-9f8e7d6c5b4a";
   yolotrain::lifecycle::atomic_write(tmp / "token", token + "\n");
-  yt::Child child =
-      yt::spawn(train_args(tmp.path(), {"control=127.0.0.1:0", "control_token_file=" + (tmp / "token").string()}),
-                tmp / "out.txt");
-  const int port = control_port(tmp / "out.txt");
-  REQUIRE(port > 0);
+  auto [child, port] = start_controlled(tmp, {"control_token_file=" + (tmp / "token").string()});
   REQUIRE(yt::wait_for_step(dir, 2));
   CHECK(yt::http_request(port, "POST", "/v1/stop").status == 401);
   CHECK(yt::http_request(port, "POST", "/v1/pause", "not-" + token).status == 401);
@@ -185,9 +190,7 @@ TEST_CASE("a real Prometheus scrapes the endpoint: the run's figures by name and
   }
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(train_args(tmp.path(), {"control=127.0.0.1:0"}), tmp / "out.txt");
-  const int port = control_port(tmp / "out.txt");
-  REQUIRE(port > 0);
+  auto [child, port] = start_controlled(tmp);
   // After the first epoch's validation, hold the run paused while Prometheus scrapes it.
   REQUIRE(yt::wait_until([&] { return status_figure(dir, "metrics/mAP50(B)").has_value(); }, 300s));
   REQUIRE(yt::http_request(port, "POST", "/v1/pause?wait=120").status == 200);

@@ -14,23 +14,11 @@
 
 #include "http_client.hpp"
 #include "s3_server.hpp"
+#include "test_support.hpp"
 
 namespace yolotrain::test {
 
 namespace prometheus_detail {
-
-/// A TCP port on 127.0.0.1 free a moment ago.
-inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 /// Percent-encodes `s` for a URL's query.
 inline std::string url_encode(const std::string& s) {
@@ -77,7 +65,7 @@ class Pushgateway {
   static std::optional<std::string> unavailable() {
     return prometheus_detail::missing("prometheus-pushgateway", "prometheus-pushgateway");
   }
-  Pushgateway() : dir_(s3_detail::make_temp_dir("yolotrain-pushgateway")), port_(prometheus_detail::free_port()) {
+  Pushgateway() : dir_(s3_detail::make_temp_dir("yolotrain-pushgateway")), port_(free_port()) {
     start();
   }
   ~Pushgateway() {
@@ -120,7 +108,7 @@ class Prometheus {
  public:
   static std::optional<std::string> unavailable() { return prometheus_detail::missing("prometheus", "prometheus"); }
   explicit Prometheus(const std::string& target, const std::filesystem::path& token_file = {})
-      : dir_(s3_detail::make_temp_dir("yolotrain-prometheus")), port_(prometheus_detail::free_port()) {
+      : dir_(s3_detail::make_temp_dir("yolotrain-prometheus")), port_(free_port()) {
     std::ofstream(dir_ / "prometheus.yml")
         << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         << "scrape_configs:\n  - job_name: yolotrain\n    metrics_path: /metrics\n"

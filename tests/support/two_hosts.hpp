@@ -46,7 +46,7 @@ class TwoHosts {
     const std::string text((std::istreambuf_iterator<char>(hosts)), std::istreambuf_iterator<char>());
     if (!std::regex_search(text,
                            std::regex("(^|\\n)[ \\t]*[0-9a-fA-F.:]+[ \\t]+([^\\n]*[ \\t])?localhost([ \\t]|$|\\n)"))) {
-      return "/etc/hosts names no localhost here (a bare debootstrap root has none)";
+      return "/etc/hosts names no localhost here (a bare bookworm debootstrap root has none)";
     }
     const std::string probe = "ytprobe" + std::to_string(::getpid());
     const auto [code, out] = ip("netns add " + probe);
