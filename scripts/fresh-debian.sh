@@ -91,8 +91,10 @@ setup_root() {
   cp /etc/resolv.conf "$root/etc/resolv.conf" || return 1
   # /etc/hosts as Debian's installer (or a container runtime) writes it: bookworm's debootstrap
   # leaves none (trixie's netbase ships one), and without it "localhost" resolves only by DNS.
-  [ -e "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\nff02::1\t\tip6-allnodes\nff02::2\t\tip6-allrouters\n' >"$root/etc/hosts" ||
-    return 1
+  if [ ! -e "$root/etc/hosts" ]; then
+    printf '%s\n' '127.0.0.1	localhost' '::1		localhost ip6-localhost ip6-loopback' \
+      'ff02::1		ip6-allnodes' 'ff02::2		ip6-allrouters' >"$root/etc/hosts" || return 1
+  fi
   # The network's trust, as its name servers: certificate authorities this machine added (a TLS
   # proxy in front of the registries, say) are added to the new root's store too.
   if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
