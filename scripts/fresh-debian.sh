@@ -90,7 +90,8 @@ setup_root() {
     tar -C "$root" -xf "$cache/$release-base.tar" || return 1
   cp /etc/resolv.conf "$root/etc/resolv.conf" || return 1
   # /etc/hosts as Debian's installer (or a container runtime) writes it: bookworm's debootstrap
-  # leaves none (trixie's netbase ships one), and without it "localhost" resolves only by DNS.
+  # leaves none, and without it "localhost" resolves only by DNS (these are the lines netbase's
+  # postinst writes where none is, as trixie's install-deps pulls it in).
   if [ ! -e "$root/etc/hosts" ]; then
     printf '%s\n' '127.0.0.1	localhost' '::1		localhost ip6-localhost ip6-loopback' \
       'ff02::1		ip6-allnodes' 'ff02::2		ip6-allrouters' >"$root/etc/hosts" || return 1
