@@ -22,10 +22,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <regex>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -42,9 +40,7 @@ class TwoHosts {
     if (::geteuid() != 0) return "needs root (ip netns, veth)";
     if (ip("-V").first != 0) return "iproute2's ip is not installed (apt-get install iproute2)";
     // torch 1.13's torchrun resolves "localhost" inside the namespace, which has no DNS: /etc/hosts must.
-    std::ifstream hosts("/etc/hosts");
-    const std::string text((std::istreambuf_iterator<char>(hosts)), std::istreambuf_iterator<char>());
-    if (!std::regex_search(text,
+    if (!std::regex_search(slurp("/etc/hosts"),
                            std::regex("(^|\\n)[ \\t]*[0-9a-fA-F.:]+[ \\t]+([^\\n]*[ \\t])?localhost([ \\t]|$|\\n)"))) {
       return "/etc/hosts names no localhost here (a bare bookworm debootstrap root has none)";
     }
