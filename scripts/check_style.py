@@ -13,6 +13,7 @@ CTest runs it as the test `style_line_length`.
 
 Run: /usr/bin/python3 scripts/check_style.py [REPO]
 """
+import io
 import os
 import re
 import subprocess
@@ -75,16 +76,16 @@ def main():
             continue
         checked += 1
         with open(path, encoding="utf-8", errors="replace", newline="") as f:
-            for number, line in enumerate(f, 1):
-                length = len(line.rstrip("\r\n"))
-                if length > LIMIT:
-                    print(f"{rel}:{number}: {length}")
-                    long_lines += 1
+            text = f.read()
+        for number, line in enumerate(io.StringIO(text, newline=""), 1):
+            length = len(line.rstrip("\r\n"))
+            if length > LIMIT:
+                print(f"{rel}:{number}: {length}")
+                long_lines += 1
         if rel.startswith("tests/"):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for problem in bad_test_names(rel, f.read()):
-                    print(problem)
-                    bad_names += 1
+            for problem in bad_test_names(rel, text):
+                print(problem)
+                bad_names += 1
     if long_lines or bad_names:
         print(f"{long_lines} line(s) longer than {LIMIT} columns, {bad_names} test name(s) CTest cannot run, in "
               f"{checked} C++ files (CONTRIBUTING.md, Style)", file=sys.stderr)
