@@ -94,6 +94,8 @@ const std::vector<Spec>& specs() {
       {"fraction", &C::fraction, "fraction of the training set to use", 1e-9, 1},
       {"freeze", &C::freeze, "'' | N (freeze the first N layers) | layer indices 0,1,2"},
       {"multi_scale", &C::multi_scale, "vary imgsz by +-50% per batch"},
+      {"device_step", &C::device_step,
+       "the CPU trains with the step CUDA runs (dense assigner, no host reads of tensors): the step profile's"},
       {"val", &C::val, "validate each epoch"},
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},

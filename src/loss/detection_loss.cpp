@@ -261,8 +261,11 @@ DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const 
       RECORD_FUNCTION("yolotrain::loss::assign", std::vector<c10::IValue>());
       at::NoGradGuard no_grad;
       const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
-      a = assigner_(anchors_last(parts.logits).sigmoid_(), (pred_bboxes * strides).to(gt_bboxes.scalar_type()),
-                    anchors * strides, gt_labels, gt_bboxes, mask_gt, /*dense_scores=*/false);
+      const at::Tensor scores = anchors_last(parts.logits).sigmoid_();
+      const at::Tensor boxes = (pred_bboxes * strides).to(gt_bboxes.scalar_type());
+      a = options_.dense_assigner ? assigner_.dense(scores, boxes, anchors * strides, gt_labels, gt_bboxes, mask_gt)
+                                  : assigner_(scores, boxes, anchors * strides, gt_labels, gt_bboxes, mask_gt,
+                                              /*dense_scores=*/false);
     }
     const at::Tensor tss = at::clamp_min(a.anchor_scores.sum(), 1);  // max(sum of target_scores, 1)
     const Positives pos = positives_of(a);

@@ -64,6 +64,10 @@ struct TrainConfig {
   double fraction = 1.0;
   std::string freeze = "";          ///< "" | N (first N layers) | comma-separated layer indices
   bool multi_scale = false;
+  /// The CPU runs the step CUDA runs (the assigner's dense tensors instead of its sparse pairs read
+  /// on the host): what the step profile counts (docs/performance.md "The step profile"). CUDA
+  /// always runs it; on the CPU the sparse path is faster.
+  bool device_step = false;
   bool val = true;
   double iou = 0.7;
   std::int64_t max_det = 300;

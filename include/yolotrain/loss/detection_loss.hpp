@@ -34,6 +34,9 @@ struct DetectionLossOptions {
   int64_t tal_topk = 10;                            ///< the assigner's topk (v8 loss: 10)
   int64_t tal_topk2 = 0;                            ///< 8.4's second top-k (E2ELoss one-to-one: 1)
   bool stal = false;  ///< 8.4's small-target candidates (TaskAlignedAssigner::with_stal(strides))
+  /// The assigner's dense path on every device (TaskAlignedAssigner::dense), as CUDA runs it; false:
+  /// the sparse path on CPU float32, which reads the candidate pairs on the host.
+  bool dense_assigner = false;
 
   /// `model`'s head: its strides, nc and reg_max, topk 10, no topk2, no STAL.
   static DetectionLossOptions of(const nn::DetectionModel& model);

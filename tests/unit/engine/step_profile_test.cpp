@@ -1,0 +1,74 @@
+// The step profile: the operator counter counts what a GPU would be asked to do, and the training
+// step of yolov8n and yolo26n (the step CUDA runs, device_step=true) stays within its budgets:
+// no sync-forcing or data-dependent-shape operator, and at most a quarter of the operators the
+// step dispatched before the budgets (docs/performance.md "The step profile").
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+
+#include "yolotrain/engine/step_profile.hpp"
+
+#include "catch.hpp"
+
+#include <filesystem>
+
+#include "test_support.hpp"
+
+namespace en = yolotrain::engine;
+namespace fs = std::filesystem;
+
+TEST_CASE("the operator counter counts top-level operators and each sync once", "[engine][step-profile]") {
+  const at::Tensor a = at::rand({8}), b = at::rand({8});
+  en::OperatorCounter counter;
+  (void)counter.take();  // nothing before
+  const at::Tensor c = a + b;
+  en::OperatorCounts counts = counter.take();
+  CHECK(counts.operators == 1);
+  CHECK(counts.by_name["aten::add"] == 1);
+  CHECK(counts.sync_count() == 0);
+
+  (void)c.sum().item<float>();  // .item(): aten::item, not also the _local_scalar_dense inside
+  counts = counter.take();
+  CHECK(counts.sync_count() == 1);
+  CHECK(counts.syncs["aten::item"] == 1);
+
+  (void)c.index({c > 0.5});  // a boolean mask: nonzero inside, counted once as the index
+  counts = counter.take();
+  CHECK(counts.sync_count() == 1);
+  CHECK(counts.syncs["aten::index (bool mask)"] == 1);
+
+  (void)c.nonzero();
+  (void)at::_unique2(c);
+  counts = counter.take();
+  CHECK(counts.syncs["aten::nonzero"] == 1);
+  CHECK(counts.syncs["aten::_unique2"] == 1);
+
+  (void)c.index({at::tensor({0, 2}, at::kLong)});  // an integer index: a fixed shape, no sync
+  CHECK(counter.take().sync_count() == 0);
+}
+
+TEST_CASE("reads inside a cadence read scope are the cadence's, not a step's syncs", "[engine][step-profile]") {
+  const at::Tensor a = at::rand({4});
+  en::OperatorCounter counter;
+  {
+    RECORD_FUNCTION("yolotrain::cadence_read", std::vector<c10::IValue>());
+    (void)a.sum().item<float>();
+  }
+  const en::OperatorCounts counts = counter.take();
+  CHECK(counts.cadence_reads == 1);
+  CHECK(counts.sync_count() == 0);
+  CHECK(counts.operators == 2);  // aten::sum, aten::item: dispatched all the same
+}
+
+TEST_CASE("one operator counter at a time", "[engine][step-profile]") {
+  en::OperatorCounter counter;
+  CHECK_THROWS_WITH(en::OperatorCounter(), Catch::Contains("one counts at a time"));
+}
+
+TEST_CASE("the counter sees the backward pass's operators", "[engine][step-profile]") {
+  const at::Tensor w = at::rand({4}).requires_grad_(true);
+  en::OperatorCounter counter;
+  (w * 2).sum().backward();
+  const en::OperatorCounts counts = counter.take();
+  CHECK(counts.operators >= 4);  // mul, sum, and the backward's own
+  CHECK(counts.sync_count() == 0);
+}
