@@ -2,10 +2,12 @@
 // What differs between the libtorch versions yolotrain builds against — Debian 12's 1.13.1,
 // Debian 13's 2.6 and pytorch.org's 2.x (CPU or CUDA) — each in one named place, so the rest of
 // the code is written once.
+#include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
 #include <variant>
+#include <vector>
 
 #if TORCH_VERSION_MAJOR < 2
 #include <c10/util/variant.h>
@@ -74,5 +76,17 @@ inline void set_autocast_dtype(bool cuda, at::ScalarType t) {
     at::autocast::set_autocast_cpu_dtype(t);
 }
 #endif
+
+// Every tensor of `tensors` multiplied in place by the 0-dim tensor `factor`, without reading it on
+// the host: one multi-tensor kernel since 2.1 (_foreach_mul_.Tensor); before, the list overload
+// with `factor` repeated (one operator; its loop of per-tensor kernels runs inside it).
+inline void foreach_mul_(std::vector<at::Tensor>& tensors, const at::Tensor& factor) {
+  if (tensors.empty()) return;
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 1)
+  at::_foreach_mul_(tensors, factor);
+#else
+  at::_foreach_mul_(tensors, std::vector<at::Tensor>(tensors.size(), factor));
+#endif
+}
 
 }  // namespace yolotrain::torch_compat

@@ -77,7 +77,32 @@ void to_chw(const Image& im, std::uint8_t* dst) {
   cv::split(detail::view(im), bgr_planes);
 }
 
+// Batch::targets from the collated boxes (image index, class, xywh each), written on the host.
+at::Tensor padded_targets(int images, const std::vector<float>& idx, const std::vector<float>& cls,
+                          const std::vector<float>& xywh, bool pin_memory) {
+  std::vector<std::int64_t> count(static_cast<std::size_t>(images), 0);
+  for (float i : idx) ++count[static_cast<std::size_t>(i)];
+  const std::int64_t rows = padded_target_rows(count.empty() ? 0 : *std::max_element(count.begin(), count.end()));
+  at::Tensor out = at::zeros({images, rows, 5}, at::TensorOptions(at::kFloat).pinned_memory(pin_memory));
+  float* o = out.data_ptr<float>();
+  std::fill(count.begin(), count.end(), 0);
+  for (std::size_t k = 0; k < idx.size(); ++k) {
+    const auto i = static_cast<std::size_t>(idx[k]);
+    float* row = o + (static_cast<std::int64_t>(i) * rows + count[i]++) * 5;
+    row[0] = cls[k];
+    std::copy(xywh.begin() + static_cast<std::ptrdiff_t>(4 * k), xywh.begin() + static_cast<std::ptrdiff_t>(4 * k + 4),
+              row + 1);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::int64_t padded_target_rows(std::int64_t most) {
+  std::int64_t rows = 8;
+  while (rows < most) rows *= 2;
+  return rows;
+}
 
 struct Loader::Impl {
   Dataset dataset;
@@ -312,6 +337,7 @@ std::optional<Batch> Loader::next() {
     }
   }
   const std::int64_t n = static_cast<std::int64_t>(idx.size());
+  b.targets = padded_targets(B, idx, cls, boxes, d.opt.pin_memory);
   b.batch_idx = at::from_blob(idx.data(), {n}, at::kFloat).clone();
   b.cls = at::from_blob(cls.data(), {n, 1}, at::kFloat).clone();
   b.bboxes = at::from_blob(boxes.data(), {n, 4}, at::kFloat).clone();

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "multi_tensor.hpp"
 #include "yolotrain/nn/weights.hpp"
 
 namespace yolotrain::engine {
@@ -20,11 +21,13 @@ void ModelEMA::update(const nn::DetectionModel& model) {
   const double d = decay_ * (1.0 - std::exp(-static_cast<double>(updates) / tau_));
   const auto averaged = nn::state_dict(*ema_);
   const auto current = nn::state_dict(*model);
+  std::vector<at::Tensor> to, from;  // the floating-point tensors (not BatchNorm's batch counts)
   for (std::size_t i = 0; i < averaged.size(); ++i) {
-    const at::Tensor& v = averaged[i].second;
-    if (!v.is_floating_point()) continue;
-    v.mul_(d).add_(current[i].second.detach(), 1.0 - d);
+    if (!averaged[i].second.is_floating_point()) continue;
+    to.push_back(averaged[i].second);
+    from.push_back(current[i].second);
   }
+  exponential_average(to, from, d);
 }
 
 }  // namespace yolotrain::engine

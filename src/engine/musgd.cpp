@@ -39,10 +39,13 @@ torch::Tensor zeropower_via_newtonschulz5(const torch::Tensor& g, double eps) {
 
 std::vector<torch::Tensor> muon_update(const std::vector<torch::Tensor>& grads, std::vector<torch::Tensor>& momentums,
                                        double beta, bool nesterov) {
-  std::vector<torch::Tensor> updates(grads.size());
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    momentums[i].mul_(beta).add_(grads[i], 1 - beta);
-    updates[i] = nesterov ? (momentums[i] * beta).add_(grads[i], 1 - beta) : momentums[i];
+  // The momentum, as multi-tensor operators (the per-tensor mul_/add_ on the CPU: the same bits).
+  at::_foreach_mul_(momentums, beta);
+  at::_foreach_add_(momentums, grads, 1 - beta);
+  std::vector<torch::Tensor> updates = momentums;
+  if (nesterov) {
+    updates = at::_foreach_mul(momentums, beta);
+    at::_foreach_add_(updates, grads, 1 - beta);
   }
   // Batches of matrices with equal rows (after transposing to rows <= columns) and equal scale,
   // in first-seen order as Ultralytics' dict keeps them.
@@ -66,8 +69,11 @@ std::vector<torch::Tensor> muon_update(const std::vector<torch::Tensor>& grads, 
   for (auto& [rows, scale, items] : buckets) {
     int64_t n = 0;
     for (const Item& item : items) n = std::max(n, item.matrix.size(1));
-    std::vector<torch::Tensor> padded;
-    for (const Item& item : items) padded.push_back(at::constant_pad_nd(item.matrix, {0, n - item.matrix.size(1)}));
+    std::vector<torch::Tensor> padded;  // zero columns only where a matrix is narrower (stack copies anyway)
+    for (const Item& item : items) {
+      const int64_t pad = n - item.matrix.size(1);
+      padded.push_back(pad > 0 ? at::constant_pad_nd(item.matrix, {0, pad}) : item.matrix);
+    }
     const torch::Tensor x =
         zeropower_via_newtonschulz5(torch::stack(padded)).to(grads[items[0].index].scalar_type()).mul_(scale);
     for (std::size_t j = 0; j < items.size(); ++j) {
@@ -116,19 +122,19 @@ torch::Tensor MuSGD::step(LossClosure closure) {
         momentums.push_back(states[i]->momentum_buffer());
       }
       const auto updates = muon_update(grads, momentums, o.momentum(), o.nesterov());
-      for (std::size_t i = 0; i < params.size(); ++i) params[i].add_(updates[i], -(lr * muon_));
+      at::_foreach_add_(params, updates, -(lr * muon_));
       for (auto* st : states) buffers.push_back(st->momentum_buffer_sgd());
       lr *= sgd_;
     } else {
       for (auto* st : states) buffers.push_back(st->momentum_buffer());
     }
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      torch::Tensor grad = params[i].grad();
-      if (o.weight_decay() != 0) grad = grad.add(params[i], o.weight_decay());
-      buffers[i].mul_(o.momentum()).add_(grad);
-      const torch::Tensor update = o.nesterov() ? grad.add(buffers[i], o.momentum()) : buffers[i];
-      params[i].add_(update, -lr);
-    }
+    // SGD with momentum (dampening 0), as multi-tensor operators.
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params) grads.push_back(p.grad());
+    if (o.weight_decay() != 0) grads = at::_foreach_add(grads, params, o.weight_decay());
+    at::_foreach_mul_(buffers, o.momentum());
+    at::_foreach_add_(buffers, grads);
+    at::_foreach_add_(params, o.nesterov() ? at::_foreach_add(grads, buffers, o.momentum()) : buffers, -lr);
   }
   return loss;
 }

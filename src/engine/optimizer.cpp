@@ -10,6 +10,7 @@
 #include <cmath>
 #include <set>
 
+#include "foreach_optimizers.hpp"
 #include "musgd.hpp"
 
 #include "yolotrain/error.hpp"
@@ -214,13 +215,10 @@ std::unique_ptr<torch::optim::Optimizer> build_optimizer(nn::DetectionModel& mod
     }
     groups.emplace_back(g[i], std::move(options));
   }
-  if (c.name == "SGD") {
-    return std::make_unique<torch::optim::SGD>(std::move(groups), torch::optim::SGDOptions(c.lr));
-  }
-  if (c.name == "Adam") {
-    return std::make_unique<torch::optim::Adam>(std::move(groups), torch::optim::AdamOptions(c.lr));
-  }
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(c.lr));
+  // libtorch's optimizers with multi-tensor steps (foreach_optimizers.hpp): the same state and results.
+  if (c.name == "SGD") return std::make_unique<ForeachSGD>(std::move(groups), torch::optim::SGDOptions(c.lr));
+  if (c.name == "Adam") return std::make_unique<ForeachAdam>(std::move(groups), torch::optim::AdamOptions(c.lr));
+  return std::make_unique<ForeachAdamW>(std::move(groups), torch::optim::AdamWOptions(c.lr));
 }
 
 void set_group(torch::optim::Optimizer& opt, std::size_t g, double lr, std::optional<double> momentum) {

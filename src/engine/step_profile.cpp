@@ -20,12 +20,23 @@ namespace {
 
 // Operators that read a value back to the host or size their output from the data. On a GPU each
 // waits for the queue to drain; none can be captured in a CUDA graph.
-const std::vector<std::string> kSyncNames = {
-    "aten::item",           "aten::_local_scalar_dense", "aten::is_nonzero",     "aten::nonzero",
-    "aten::nonzero_numpy",  "aten::argwhere",            "aten::masked_select",  "aten::unique",
-    "aten::_unique",        "aten::_unique2",            "aten::unique_dim",     "aten::unique_consecutive",
-    "aten::unique_dim_consecutive", "aten::repeat_interleave", "aten::bincount", "aten::equal",
-    "aten::allclose"};
+const std::vector<std::string> kSyncNames = {"aten::item",
+                                             "aten::_local_scalar_dense",
+                                             "aten::is_nonzero",
+                                             "aten::nonzero",
+                                             "aten::nonzero_numpy",
+                                             "aten::argwhere",
+                                             "aten::masked_select",
+                                             "aten::unique",
+                                             "aten::_unique",
+                                             "aten::_unique2",
+                                             "aten::unique_dim",
+                                             "aten::unique_consecutive",
+                                             "aten::unique_dim_consecutive",
+                                             "aten::repeat_interleave",
+                                             "aten::bincount",
+                                             "aten::equal",
+                                             "aten::allclose"};
 
 // Indexing whose index may be a boolean mask (then nonzero inside: a sync and a data-dependent shape).
 const std::set<std::string> kIndexNames = {"aten::index", "aten::index_put_", "aten::index_put",
@@ -84,8 +95,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool top = depth++ == 0;
   std::string sync;
   if (sync_depth == 0 && cadence_depth == 0) {
-    if (std::find(kSyncNames.begin(), kSyncNames.end(), name) != kSyncNames.end()) sync = name;
-    else if (kIndexNames.count(name) && has_bool_index(fn)) sync = name + " (bool mask)";
+    if (std::find(kSyncNames.begin(), kSyncNames.end(), name) != kSyncNames.end())
+      sync = name;
+    else if (kIndexNames.count(name) && has_bool_index(fn))
+      sync = name + " (bool mask)";
   }
   if (!sync.empty()) {
     frame->sync = true;
@@ -192,7 +205,7 @@ StepProfile profile_training_steps(TrainConfig cfg, int warmup, int steps) {
   std::unique_ptr<OperatorCounter> counter;
   int ended = 0;
   TrainerCallbacks cb;
-  // The program's listeners run before the run's own (progress line, status.json): a window from
+  // The run's own listeners (progress line, status.json) run before the program's: a window from
   // one step's on_batch_end to the next holds one of everything.
   cb.on_train_start = [&](const TrainerProgress&) { counter = std::make_unique<OperatorCounter>(); };
   cb.on_batch_end = [&](const TrainerProgress&) {

@@ -44,6 +44,7 @@ void Trainer::Run::restore() {
   // epoch's end (a run stopped after an epoch's last batch resumes straight into that end).
   if (state.batch > 0) schedule(step() - 1);
   saved_step = step();
+  losses_step = step();
   say("resumed from step " + std::to_string(step()) + " (epoch " + std::to_string(state.epoch + 1) + ", batch " +
       std::to_string(state.batch) + ")");
 }
@@ -98,6 +99,7 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
 void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
   const auto t0 = Clock::now();
   if (cfg.save && ranks.leader() && (saved_step != step() || completed || force)) {
+    read_tally();  // the running losses it saves; a NaN/Inf since the last read is not saved
     store->save_async(snapshot(completed));
     saved_step = step();
     clock.last_save = Clock::now();

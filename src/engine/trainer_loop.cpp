@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 namespace yolotrain::engine {
 namespace {
@@ -13,10 +14,12 @@ namespace {
 // The head's outputs in float32, whatever autocast computed them in.
 void to_float(nn::HeadOutputs& h) {
   for (auto* branch : {&h.one2many, &h.one2one}) {
-    for (auto& f : *branch) f = f.to(torch::kFloat);
+    for (auto& f : *branch) {
+      if (f.scalar_type() != torch::kFloat) f = f.to(torch::kFloat);
+    }
   }
   for (at::Tensor* t : {&h.mask_coefficients, &h.one2one_mask_coefficients, &h.proto, &h.semantic}) {
-    if (t->defined()) *t = t->to(torch::kFloat);
+    if (t->defined() && t->scalar_type() != torch::kFloat) *t = t->to(torch::kFloat);
   }
 }
 
@@ -37,14 +40,20 @@ void Trainer::Run::schedule(std::int64_t ni) {
   }
 }
 
+// Clipping, the update, the EMA: multi-tensor operators, nothing read on the host (the fp16
+// scaler's inf check aside, CUDA only). A NaN/Inf gradient norm is noted in the tally, and the
+// next read rolls the run back (Trainer::Run::read_tally).
 void Trainer::Run::optimizer_step() {
   const auto params = model->parameters();
   const bool finite = scaler.unscale(params);
-  check_gradient_norm(torch::nn::utils::clip_grad_norm_(params, 10.0), step());
+  std::vector<at::Tensor> grads = defined_grads(params);
+  const at::Tensor norm = clip_grad_norm(grads, 10.0);
+  // With fp16 scaling an inf gradient is the scaler's business: it skips the step.
+  if (norm.defined() && amp != AmpMode::Fp16Scaled) tally.add_grad_norm(norm, step());
   if (finite) optimizer->step();  // the scaler skips a step with inf/NaN gradients
   else ++result.amp_skipped_steps;
   scaler.update(!finite);
-  optimizer->zero_grad();
+  drop_grads(params);
   ema->update(model);
 }
 
@@ -79,6 +88,8 @@ bool Trainer::Run::poll() {
   if (save_due && ranks.active() && ranks.leader()) token.request_checkpoint();  // agreed below, like SIGHUP
   // Decisions come from the agreement (every rank alike), not from the token directly.
   const dist::AgreedRequests agreed = ranks.agree(token);
+  // Anything saved or ended below needs the steps' figures, and no NaN/Inf among them.
+  if (agreed.checkpoint || agreed.stop || agreed.pause || (save_due && !ranks.active())) read_tally();
   if (agreed.checkpoint) {
     outputs.status->note_request("checkpoint");
     checkpoint(true);
@@ -159,10 +170,14 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   to_float(heads);  // the loss runs in float32
   result.timings.forward_s += seconds_since(t0);
   t0 = Clock::now();
-  const loss::LossOutput out = task->loss(heads, b, device);
+  loss::LossOutput out = task->loss(heads, b, device);
   result.timings.loss_s += seconds_since(t0);
-  const at::Tensor items = out.items.to(torch::kCPU, torch::kDouble);
-  check_loss(items, ni);
+  if (testing::nonfinite_loss_due(ni)) {  // as a NaN loss would: the terms, the gradients
+    out.total = out.total * std::numeric_limits<double>::quiet_NaN();
+    out.items = out.items * std::numeric_limits<double>::quiet_NaN();
+    injected_nonfinite_step = ni;
+  }
+  tally.add_loss(out.items, state.batch, ni);  // the running means, a NaN/Inf noted: read later
   t0 = Clock::now();
   // With several ranks, Ultralytics scales the loss by the world size before DDP averages the
   // gradients, so a step equals one process's step on the whole global batch.
@@ -172,11 +187,6 @@ void Trainer::Run::train_batch(const data::Batch& b) {
     t0 = Clock::now();
     ranks.average_gradients(model->parameters());
     result.timings.optimizer_s += seconds_since(t0);
-  }
-  auto& means = state.loss_means;
-  for (std::size_t i = 0; i < means.size(); ++i) {
-    means[i] = (means[i] * double(state.batch) + items[static_cast<std::int64_t>(i)].item<double>()) /
-               double(state.batch + 1);
   }
   if (ni - state.last_opt_step >= accumulate_at(cfg, ni, nb)) {
     t0 = Clock::now();
@@ -296,6 +306,7 @@ TrainerProgress Trainer::Run::progress() const {
   p.lr = lr;
   for (std::size_t i = 0; task && i < task->loss_terms().size(); ++i)
     p.losses.emplace_back(task->loss_terms()[i], state.loss_means[i]);
+  p.losses_step = losses_step;
   p.instances = clock.last_instances;
   p.size = clock.last_size;
   p.epoch_seconds = seconds_since(clock.epoch_started);
@@ -342,22 +353,25 @@ void Trainer::Run::train() {
   keep_start();
   while (going && state.epoch < cfg.epochs) {
     data.train_loader->seek(static_cast<int>(state.epoch), state.batch);
+    tally.reset(state.loss_means, device);
+    clock.last_tally_read = Clock::now();
     task->start_epoch(state.epoch, cfg.epochs);
     model->train();
     clock.epoch_started = Clock::now();
     clock.epoch_batches = clock.epoch_images = 0;
     if (cb.on_train_epoch_start) cb.on_train_epoch_start(progress());  // the progress header
     while (going && state.batch < nb) {
-      if (!(going = poll())) break;
-      const auto waited = Clock::now();
-      auto b = data.train_loader->next();
-      result.timings.data_s += seconds_since(waited);
-      if (!b) {
-        going = !token.stop_requested() || poll();  // a stop while waiting for data
-        break;
-      }
       try {
+        if (!(going = poll())) break;
+        const auto waited = Clock::now();
+        auto b = data.train_loader->next();
+        result.timings.data_s += seconds_since(waited);
+        if (!b) {
+          going = !token.stop_requested() || poll();  // a stop while waiting for data
+          break;
+        }
         train_batch(*b);
+        if (tally_due()) read_tally();
       } catch (const NonFiniteTraining& e) {
         roll_back(e.what());  // back to the newest checkpoint: the loop goes on from its position
         rolled_back = true;

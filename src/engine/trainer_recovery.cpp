@@ -22,18 +22,23 @@ bool all_finite(const lc::NamedTensors& tensors, const std::string& prefix) {
 
 }  // namespace
 
-void Trainer::Run::check_loss(const at::Tensor& items, std::int64_t ni) const {
-  const bool injected = testing::nonfinite_loss_due(ni);
-  if (injected || !items.isfinite().all().item<bool>()) {
-    throw NonFiniteTraining("the loss was NaN/Inf at step " + std::to_string(ni) + (injected ? " (injected)" : ""));
-  }
+// Once a second (the progress line's cadence; every step with per-step TensorBoard scalars) and at
+// an epoch's last step: a steady-state step reads nothing on the host.
+bool Trainer::Run::tally_due() const {
+  return cfg.tensorboard || state.batch == nb || Clock::now() - clock.last_tally_read >= std::chrono::seconds(1);
 }
 
-void Trainer::Run::check_gradient_norm(double norm, std::int64_t ni) const {
-  // With fp16 scaling an inf gradient is the scaler's business: it skips the step.
-  if (amp != AmpMode::Fp16Scaled && !std::isfinite(norm)) {
-    throw NonFiniteTraining("the gradient norm was NaN/Inf at step " + std::to_string(ni));
+void Trainer::Run::read_tally() {
+  const StepTally::Reading r = tally.read();
+  clock.last_tally_read = Clock::now();
+  const std::int64_t loss = r.nonfinite_loss_step, grad = r.nonfinite_grad_step;
+  if (loss >= 0 && (grad < 0 || loss <= grad)) {
+    throw NonFiniteTraining("the loss was NaN/Inf at step " + std::to_string(loss) +
+                            (loss == injected_nonfinite_step ? " (injected)" : ""));
   }
+  if (grad >= 0) throw NonFiniteTraining("the gradient norm was NaN/Inf at step " + std::to_string(grad));
+  state.loss_means = r.means;
+  losses_step = step();
 }
 
 void Trainer::Run::keep_start() {

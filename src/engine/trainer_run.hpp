@@ -8,7 +8,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/functional/upsampling.h>
 #include <torch/types.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
@@ -23,6 +22,7 @@
 
 #include "control_run.hpp"
 #include "mixed_precision.hpp"
+#include "multi_tensor.hpp"
 #include "optimizer.hpp"
 #include "progress_line.hpp"
 #include "rank_group.hpp"
@@ -31,6 +31,7 @@
 #include "run_outputs.hpp"
 #include "run_folder.hpp"
 #include "run_plan.hpp"
+#include "step_tally.hpp"
 #include "tasks/task.hpp"
 #include "train_state.hpp"
 #include "training_memory_probe.hpp"
@@ -73,6 +74,7 @@ struct RunClock {
   std::optional<std::chrono::system_clock::time_point> deadline;
   double leader_elapsed = -1;  // rank 0's training time at this epoch's end (all ranks decide alike)
   Clock::time_point epoch_started = Clock::now();
+  Clock::time_point last_tally_read = Clock::now();
   std::int64_t epoch_batches = 0, epoch_images = 0, last_instances = 0, last_size = 0;
 };
 
@@ -127,6 +129,9 @@ struct Trainer::Run {
   GradScaler scaler{false};
   // Where training stands, and what the run has to say about it.
   TrainState state;  // position, best, running losses (what a checkpoint carries beyond tensors)
+  StepTally tally;   // the steps' running losses and NaN/Inf checks on the device, read on a cadence
+  std::int64_t injected_nonfinite_step = -1;  // the test seam's NaN (fault_injection.hpp)
+  std::int64_t losses_step = 0;  // the steps done when state.loss_means was last read (or restored)
   std::unique_ptr<lc::CheckpointStore> store;
   std::int64_t saved_step = -1;
   std::optional<EpochMetrics> last_metrics;
@@ -170,8 +175,8 @@ struct Trainer::Run {
   double elapsed() const;
   void train_batch(const data::Batch& b);  // throws NonFiniteTraining
   // Self-healing (trainer_recovery.cpp).
-  void check_loss(const at::Tensor& items, std::int64_t ni) const;
-  void check_gradient_norm(double norm, std::int64_t ni) const;
+  bool tally_due() const;  // the progress line's cadence, an epoch's last step, per-step TensorBoard
+  void read_tally();  // the running losses into state; throws NonFiniteTraining on a NaN/Inf step
   void keep_start();
   void roll_back(const std::string& why);
   void out_of_memory(const std::exception& e);  // throws BatchTooLarge when 8.4 would retry, else rethrows

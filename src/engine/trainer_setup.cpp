@@ -128,8 +128,9 @@ void Trainer::Run::build() {
   amp = amp_mode(cfg.amp, device);
   scaler = GradScaler(amp == AmpMode::Fp16Scaled);
   if (cfg.autobatch > 0) resolve_autobatch();
-  // On the CPU, the measured faster layout (channels_last, docs/nn.md); batches follow it.
-  memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
+  // On the CPU, the measured faster layout (channels_last, docs/nn.md); on CUDA channels_last (NHWC:
+  // cuDNN's tensor-core kernels; Ultralytics 8.4.14x's CUDA training default); batches follow it.
+  memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::ChannelsLast;
   nn::set_memory_format(*model, memory_format);
   model->train();
   ema = std::make_unique<ModelEMA>(model);

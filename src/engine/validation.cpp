@@ -123,7 +123,8 @@ std::string ValidationReport::table(bool per_class) const {
 }
 
 loss::Targets batch_targets(const data::Batch& b, torch::Device device) {
-  return {b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device)};
+  return {b.batch_idx.to(device), b.cls.to(device), b.bboxes.to(device),
+          b.targets.defined() ? b.targets.to(device, /*non_blocking=*/true) : at::Tensor()};
 }
 
 void require_polygons(const data::Dataset& set, const std::string& data) {

@@ -3,14 +3,22 @@
 #include <ATen/record_function.h>
 #include <ATen/core/grad_mode.h>
 
+#include <mutex>
 #include <string>
 
 #include "class_term.hpp"
+#include "head_parts.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/nn/anchors.hpp"
 
 namespace yolotrain::loss {
+
+using detail::anchors_last;
+using detail::l1_term;
+using detail::LevelParts;
+using detail::split_levels;
+
 
 namespace {
 
@@ -65,16 +73,26 @@ at::Tensor df_loss(const at::Tensor& pred_dist, const at::Tensor& target_in, int
       .mean(-1, true);
 }
 
+// The last anchors made, and what they were made for.
+struct DetectionLoss::AnchorCache {
+  std::mutex mutex;
+  std::vector<int64_t> sizes;  // H, W of each level
+  at::Device device{at::kCPU};
+  at::ScalarType dtype = at::kFloat;
+  at::Tensor points, strides;
+};
+
 DetectionLoss::DetectionLoss(DetectionLossOptions options, LossGains gains)
     : options_(std::move(options)),
       gains_(gains),
-      assigner_(options_.tal_topk, std::max<int64_t>(options_.nc, 1), 0.5, 6.0) {
+      assigner_(options_.tal_topk, std::max<int64_t>(options_.nc, 1), 0.5, 6.0),
+      anchor_cache_(std::make_shared<AnchorCache>()) {
   if (options_.strides.empty() || options_.nc < 1 || options_.reg_max < 1) {
     throw Error("DetectionLoss: needs at least one stride, nc >= 1 and reg_max >= 1 (got " +
                 std::to_string(options_.strides.size()) + " strides, nc " +
                 std::to_string(options_.nc) + ", reg_max " + std::to_string(options_.reg_max) + ")");
   }
-  assigner_.with_topk2(options_.tal_topk2);
+  assigner_.with_topk2(options_.tal_topk2).with_static_shapes(true);  // dense() is the device step's
   if (options_.stal) assigner_.with_stal(options_.strides);
 }
 
@@ -98,6 +116,15 @@ void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
 at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
                                      const at::Tensor& imgsz_hw) const {
   const auto options = imgsz_hw.options();
+  const at::Tensor scale = imgsz_hw.index({at::tensor({1, 0, 1, 0}, at::kLong)});
+  if (targets.padded.defined()) {  // [B, M, 5] already: scaled to pixels, xyxy
+    if (targets.padded.dim() != 3 || targets.padded.size(0) != batch_size || targets.padded.size(2) != 5) {
+      throw Error("DetectionLoss: targets.padded has shape " + shape(targets.padded) + "; expected [" +
+                  std::to_string(batch_size) + ", M, 5] (class, normalized xywh per image)");
+    }
+    const at::Tensor p = targets.padded.to(options);
+    return at::cat({p.slice(2, 0, 1), xywh2xyxy(p.slice(2, 1, 5) * scale)}, 2);
+  }
   const at::Tensor t = batch_targets(targets, batch_size, options_.nc, options);
   if (t.size(0) == 0) return at::zeros({batch_size, 0, 5}, options);
   const at::Tensor i = t.select(1, 0);
@@ -108,11 +135,26 @@ at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
     const int64_t n = matches.sum().item<int64_t>();
     if (n) out.select(0, j).slice(0, 0, n).copy_(t.index({matches}).slice(1, 1));
   }
-  const at::Tensor scale = imgsz_hw.index({at::tensor({1, 0, 1, 0}, at::kLong)});
   at::Tensor xywh = out.slice(2, 1, 5);
   xywh.mul_(scale);
   xywh.copy_(xywh2xyxy(xywh));
   return out;
+}
+
+std::pair<at::Tensor, at::Tensor> DetectionLoss::anchors(const std::vector<at::Tensor>& feats) const {
+  std::vector<int64_t> sizes;
+  for (const at::Tensor& f : feats) sizes.insert(sizes.end(), {f.size(2), f.size(3)});
+  AnchorCache& c = *anchor_cache_;
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.points.defined() || c.sizes != sizes || c.device != feats[0].device() || c.dtype != feats[0].scalar_type()) {
+    auto [points, strides] = nn::make_anchors(feats, options_.strides, 0.5);
+    c.sizes = sizes;
+    c.device = feats[0].device();
+    c.dtype = feats[0].scalar_type();
+    c.points = points.detach();
+    c.strides = strides.detach();
+  }
+  return {c.points, c.strides};
 }
 
 at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
@@ -125,29 +167,6 @@ at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
 }
 
 namespace {
-
-// Each level's raw output split into its box distributions [B, 4*reg_max, H, W] and class logits
-// [B, nc, H, W] (views: the backward of split writes each level's gradient once).
-struct LevelParts {
-  std::vector<at::Tensor> distri, logits;
-};
-
-LevelParts split_levels(const std::vector<at::Tensor>& feats, int64_t nc, int64_t reg_max) {
-  LevelParts p;
-  for (const at::Tensor& f : feats) {
-    const auto parts = f.split_with_sizes({4 * reg_max, nc}, 1);
-    p.distri.push_back(parts[0]);
-    p.logits.push_back(parts[1]);
-  }
-  return p;
-}
-
-// The levels' [B, C, H, W] parts as one [B, A, C] tensor, anchors in make_anchors' order.
-at::Tensor anchors_last(const std::vector<at::Tensor>& parts) {
-  std::vector<at::Tensor> flat;
-  for (const at::Tensor& t : parts) flat.push_back(t.flatten(2).transpose(1, 2));
-  return at::cat(flat, 1);
-}
 
 // The positives' (image, anchor, class) and target score: the only non-zero target scores.
 struct Positives {
@@ -197,16 +216,6 @@ struct BoxInputs {
   at::Tensor imgsz;          // (h, w) px
 };
 
-// 8.4's L1 term (reg_max 1): |predicted - target| ltrb distances in image fractions (times the
-// stride, over the width for l and r, the height for t and b), mean over the sides -> [n, 1].
-at::Tensor l1_term(const at::Tensor& fg_dist, const at::Tensor& target_ltrb, const at::Tensor& fg_strides,
-                   const at::Tensor& imgsz) {
-  const at::Tensor wh = imgsz.index({at::tensor({1, 0, 1, 0}, at::kLong)});  // w, h, w, h
-  const at::Tensor target = target_ltrb * fg_strides / wh;
-  const at::Tensor pred = fg_dist * fg_strides / wh;
-  return at::l1_loss(pred, target, at::Reduction::None).mean(-1, true);
-}
-
 // Ultralytics' BboxLoss: (CIoU term, DFL or L1 term) over the positive anchors, in grid units.
 // Only the positive anchors' distributions are decoded (with gradient): the others add nothing.
 std::pair<at::Tensor, at::Tensor> bbox_loss(const DetectionLoss& loss, const BoxInputs& in, int64_t reg_max) {
@@ -240,15 +249,21 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
 
 DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const Targets& targets) const {
   check_feats(feats);
+  if (options_.device_step || !feats[0].device().is_cpu()) {
+    const at::Tensor imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, feats[0].options().requires_grad(false)) *
+                             options_.strides[0];
+    return dense_terms(feats, preprocess(targets, feats[0].size(0), imgsz));
+  }
   const int64_t batch_size = feats[0].size(0);
   const LevelParts parts = split_levels(feats, options_.nc, options_.reg_max);
   const at::TensorOptions options = feats[0].options().requires_grad(false);
   DetectionTerms out;
   out.imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
-  const auto [anchor_points, stride_tensor] = nn::make_anchors(feats, options_.strides, 0.5);
-  const at::Tensor anchors = anchor_points.detach(), strides = stride_tensor.detach();
+  const auto [anchors, strides] = this->anchors(feats);
 
-  const at::Tensor gt = preprocess(targets, batch_size, out.imgsz);
+  Targets unpadded = targets;  // the reference's M: the sparse path equals it to the bit
+  unpadded.padded = at::Tensor();
+  const at::Tensor gt = preprocess(unpadded, batch_size, out.imgsz);
   at::Tensor loss_box = at::zeros({}, options), loss_dfl = loss_box, loss_cls;
   if (gt.size(1) == 0) {  // no boxes in the batch: every target score is 0, tss = max(0, 1)
     loss_cls = class_loss(parts.logits, nullptr);
@@ -261,11 +276,8 @@ DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const 
       RECORD_FUNCTION("yolotrain::loss::assign", std::vector<c10::IValue>());
       at::NoGradGuard no_grad;
       const at::Tensor pred_bboxes = bbox_decode(anchors, pred_distri);  // xyxy, grid units
-      const at::Tensor scores = anchors_last(parts.logits).sigmoid_();
-      const at::Tensor boxes = (pred_bboxes * strides).to(gt_bboxes.scalar_type());
-      a = options_.dense_assigner ? assigner_.dense(scores, boxes, anchors * strides, gt_labels, gt_bboxes, mask_gt)
-                                  : assigner_(scores, boxes, anchors * strides, gt_labels, gt_bboxes, mask_gt,
-                                              /*dense_scores=*/false);
+      a = assigner_(anchors_last(parts.logits).sigmoid_(), (pred_bboxes * strides).to(gt_bboxes.scalar_type()),
+                    anchors * strides, gt_labels, gt_bboxes, mask_gt, /*dense_scores=*/false);
     }
     const at::Tensor tss = at::clamp_min(a.anchor_scores.sum(), 1);  // max(sum of target_scores, 1)
     const Positives pos = positives_of(a);

@@ -52,6 +52,11 @@ TaskAlignedAssigner& TaskAlignedAssigner::with_topk2(int64_t k) {
   return *this;
 }
 
+TaskAlignedAssigner& TaskAlignedAssigner::with_static_shapes(bool on) {
+  static_shapes_ = on;
+  return *this;
+}
+
 TaskAlignedAssigner& TaskAlignedAssigner::with_stal(std::vector<double> strides) {
   stal_ = std::move(strides);
   return *this;
@@ -108,7 +113,7 @@ Assignment TaskAlignedAssigner::dense(const at::Tensor& pd_scores, const at::Ten
       get_pos_mask(pd_scores, pd_bboxes, gt_labels, gt_bboxes, anc_points, mask_gt);
   at::Tensor target_gt_idx, fg_mask;
   std::tie(target_gt_idx, fg_mask, mask_pos) =
-      select_highest_overlaps(mask_pos, overlaps, n_max_boxes);
+      select_highest_overlaps(mask_pos, overlaps, n_max_boxes, static_shapes_);
   if (topk2_ > 0) std::tie(target_gt_idx, fg_mask, mask_pos) = keep_topk2(mask_pos, align_metric);
 
   auto [target_labels, target_bboxes, target_scores] =
@@ -158,8 +163,6 @@ std::pair<at::Tensor, at::Tensor> TaskAlignedAssigner::get_box_metrics(
     const at::Tensor& gt_bboxes, const at::Tensor& mask) const {
   const int64_t bs = pd_scores.size(0), n_max_boxes = gt_bboxes.size(1), na = pd_bboxes.size(-2);
   const at::Tensor mask_gt = mask.to(at::kBool);  // b, max_num_obj, h*w
-  at::Tensor overlaps = at::zeros({bs, n_max_boxes, na}, pd_bboxes.options());
-  at::Tensor bbox_scores = at::zeros({bs, n_max_boxes, na}, pd_scores.options());
 
   const at::Tensor ind0 =
       at::arange(bs, at::TensorOptions().dtype(at::kLong).device(pd_scores.device()))
@@ -168,6 +171,15 @@ std::pair<at::Tensor, at::Tensor> TaskAlignedAssigner::get_box_metrics(
   const at::Tensor ind1 = gt_labels.squeeze(-1).to(at::kLong);
   // Scores of each anchor for each GT's class: [b, max_num_obj, h*w].
   const at::Tensor gathered = pd_scores.index({ind0, Slice(), ind1});
+  if (static_shapes_) {  // every pair, kept where masked: no shape depends on the data
+    const at::Tensor zero = at::zeros({}, pd_bboxes.options());
+    const at::Tensor iou = bbox_iou(gt_bboxes.unsqueeze(2), pd_bboxes.unsqueeze(1), false, IouKind::CIoU);
+    const at::Tensor overlaps = at::where(mask_gt, iou.squeeze(-1).clamp_(0), zero);
+    const at::Tensor bbox_scores = at::where(mask_gt, gathered, at::zeros({}, pd_scores.options()));
+    return {bbox_scores.pow(alpha_) * overlaps.pow(beta_), overlaps};
+  }
+  at::Tensor overlaps = at::zeros({bs, n_max_boxes, na}, pd_bboxes.options());
+  at::Tensor bbox_scores = at::zeros({bs, n_max_boxes, na}, pd_scores.options());
   bbox_scores.index_put_({mask_gt}, gathered.index({mask_gt}));
 
   const at::Tensor pd_boxes = pd_bboxes.unsqueeze(1).expand({-1, n_max_boxes, -1, -1}).index({mask_gt});
@@ -203,10 +215,10 @@ at::Tensor TaskAlignedAssigner::select_candidates_in_gts(const at::Tensor& xy_ce
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::select_highest_overlaps(
-    const at::Tensor& mask_pos_in, const at::Tensor& overlaps, int64_t n_max_boxes) {
+    const at::Tensor& mask_pos_in, const at::Tensor& overlaps, int64_t n_max_boxes, bool always) {
   at::Tensor mask_pos = mask_pos_in;
   at::Tensor fg_mask = mask_pos.sum(-2);
-  if (fg_mask.max().item<double>() > 1) {  // an anchor claimed by several GTs
+  if (always || fg_mask.max().item<double>() > 1) {  // an anchor claimed by several GTs
     const at::Tensor mask_multi_gts = (fg_mask.unsqueeze(1) > 1).expand({-1, n_max_boxes, -1});
     const at::Tensor max_overlaps_idx = overlaps.argmax(1);
     at::Tensor is_max_overlaps = at::zeros(mask_pos.sizes(), mask_pos.options());

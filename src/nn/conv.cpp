@@ -32,12 +32,24 @@ void ConvImpl::reset() {
 
 at::Tensor ConvImpl::forward(const at::Tensor& x) {
   at::Tensor y = detail::forward_conv(*conv, x);
-  if (bn) y = bn->forward(y);
+  if (bn) y = counts_batches || !bn->options.momentum() ? bn->forward(y) : detail::batch_norm_uncounted(*bn, y);
   if (!act) return y;
   // Without autograd, in place (Ultralytics' activations are inplace=True): one tensor less per layer.
   if (!at::GradMode::is_enabled()) return at::silu_(y);
   return act->forward(y);
 }
+
+namespace detail {
+
+// BatchNorm2dImpl::forward without its `num_batches_tracked += 1` (its momentum is set, so the
+// count does not enter the arithmetic): the same call to at::batch_norm.
+at::Tensor batch_norm_uncounted(torch::nn::BatchNorm2dImpl& bn, const at::Tensor& x) {
+  const bool use_batch = bn.is_training() || !bn.options.track_running_stats();
+  return at::batch_norm(x, bn.weight, bn.bias, bn.running_mean, bn.running_var, use_batch, *bn.options.momentum(),
+                        bn.options.eps(), at::globalContext().userEnabledCuDNN());
+}
+
+}  // namespace detail
 
 void ConvImpl::fuse() {
   if (fused_) return;

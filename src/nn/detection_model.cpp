@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "layer_row.hpp"
+#include "yolotrain/nn/conv.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/nn/model_yaml.hpp"
 
@@ -74,6 +75,22 @@ void DetectionModelImpl::build() {
     throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect or Segment layer");
   }
   nc_ = head()->options.nc();
+  for (const auto& m : modules(/*include_self=*/false)) {
+    if (auto* conv = m->as<ConvImpl>()) conv->counts_batches = false;
+  }
+}
+
+void DetectionModelImpl::count_batch() {
+  std::vector<at::Tensor> counts;
+  for (const auto& m : modules(/*include_self=*/false)) {
+    auto* conv = m->as<ConvImpl>();
+    const bool counted_by_bn = conv && conv->bn && conv->bn->is_training() &&
+                               conv->bn->options.track_running_stats() && conv->bn->num_batches_tracked.defined();
+    if (counted_by_bn && conv->bn->options.momentum()) {
+      counts.push_back(conv->bn->num_batches_tracked);
+    }
+  }
+  if (!counts.empty()) at::_foreach_add_(counts, 1);
 }
 
 void DetectionModelImpl::probe_and_initialise() {
@@ -145,6 +162,7 @@ std::vector<at::Tensor> DetectionModelImpl::head_inputs(const at::Tensor& x) {
     throw Error("DetectionModel::forward: input height and width must be multiples of the largest stride " +
                 std::to_string(max_stride) + ", got " + std::to_string(x.size(2)) + "x" + std::to_string(x.size(3)));
   }
+  if (is_training()) count_batch();
   std::vector<at::Tensor> saved(layers_.size());
   at::Tensor prev = x;
   for (size_t i = 0; i < layers_.size(); ++i) {

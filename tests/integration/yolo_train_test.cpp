@@ -180,6 +180,21 @@ TEST_CASE("a YOLO26 run: SIGTERM in its second epoch and resume=true end with by
   CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
 }
 
+// The step CUDA runs (padded targets, the dense assigner, every term over all anchors, nothing
+// read back), taken by the CPU: it trains, and a stop and resume end where an uninterrupted run does.
+TEST_CASE("device_step=true: a YOLO26 run stopped by SIGTERM and resumed ends with byte-identical weights",
+          "[integration][device-step]") {
+  yt::TempDir tmp;
+  const std::vector<std::string> args = {"model=yolo26n.yaml", "epochs=2", "device_step=true"};
+  const Finished straight = run_to_end(train_args(tmp / "straight", args), tmp / "straight.txt");
+  INFO(straight.output);
+  REQUIRE(straight.code == 0);
+  const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
+  CHECK_THAT(yt::slurp(tmp / "straight" / "run" / "args.yaml"), Catch::Contains("device_step: true"));
+  stop_and_resume_like_straight(tmp, args, 5);  // 4 batches per epoch: inside epoch 2
+  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
+}
+
 TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, as Ultralytics", "[integration]") {
   yt::TempDir tmp;
   auto args = train_args(tmp.path(), {"epochs=1", "batch=-1"});

@@ -62,6 +62,10 @@ struct Batch {
   at::Tensor batch_idx;  ///< float32 [N]
   at::Tensor cls;        ///< float32 [N,1]
   at::Tensor bboxes;     ///< float32 [N,4], normalized xywh
+  /// The same boxes per image: float32 [B, M, 5] (class, normalized xywh), each image's boxes in
+  /// order, then rows of zeros; M = padded_target_rows(the largest count). The loss's static
+  /// shapes on a device: nothing about it has to be read back (docs/data.md "Batches").
+  at::Tensor targets;
   /// With LoaderOptions::mask_ratio: float32 [B, h, w] index masks (overlap_mask; each image's
   /// boxes are then in the masks' order, larger first) or [N, h, w] 0/1 masks, one per box;
   /// h, w = the batch's size / mask_ratio. Undefined without.
@@ -76,6 +80,10 @@ struct Batch {
   int epoch = 0;
   std::int64_t index = 0;  ///< batch index within the epoch
 };
+
+/// The rows of Batch::targets for images of at most `most` boxes: the next power of two, at least
+/// 8, so that the shapes a run meets are few (a CUDA graph per shape) and none is empty.
+std::int64_t padded_target_rows(std::int64_t most);
 
 /// A deterministic multi-threaded loader. Sample order and every augmentation are functions of
 /// (seed, epoch, position in the epoch), so batches are byte-identical for any number of workers,

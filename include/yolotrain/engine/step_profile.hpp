@@ -65,8 +65,8 @@ struct StepProfile {
 };
 
 /// Trains `cfg` (any run: its data, model, batch, device; val and saving as given) and counts each
-/// of `steps` steps after `warmup` steps: from one step's end (after the callbacks of
-/// on_batch_end) to the next's, so a step is everything the training thread does for it — the
+/// of `steps` steps after `warmup` steps: from one step's end (in on_batch_end, after the run's own
+/// listeners) to the next's, so a step is everything the training thread does for it — the
 /// token's poll, the wait for the batch, forward, loss, backward, optimizer, EMA, the progress
 /// line. The run is stopped after the last profiled step (its stop checkpoint uncounted).
 /// Throws yolotrain::Error when the run ends before the steps are counted.

@@ -94,8 +94,12 @@ struct TrainerProgress {
   std::int64_t batches = 0; ///< batches per epoch
   std::int64_t step = 0;    ///< batches trained in all
   /// The loss's running means of the epoch by term, in the task's order (detection: box_loss,
-  /// cls_loss, dfl_loss; segmentation: box_loss, seg_loss, cls_loss, dfl_loss, sem_loss).
+  /// cls_loss, dfl_loss; segmentation: box_loss, seg_loss, cls_loss, dfl_loss, sem_loss), as read
+  /// after step `losses_step`: a step reads nothing back from the device, so the trainer reads them
+  /// at most once a second, at an epoch's last step and before a checkpoint (every step with
+  /// tensorboard=true).
   std::vector<std::pair<std::string, double>> losses;
+  std::int64_t losses_step = 0;  ///< the steps done when `losses` were read
   std::array<double, 3> lr{};  ///< learning rates of the parameter groups (lr/pg0-2)
   std::int64_t instances = 0;  ///< labelled boxes in the last batch
   std::int64_t size = 0;       ///< the last batch's image size in pixels (multi_scale varies it)

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "yolotrain/loss/task_aligned_assigner.hpp"
@@ -17,6 +19,10 @@ struct Targets {
   at::Tensor batch_idx;  ///< [N] image index of each box (any number type)
   at::Tensor cls;        ///< [N, 1] (or [N]) class of each box
   at::Tensor bboxes;     ///< [N, 4] normalized xywh (0..1 of the network input size)
+  /// Optional: the same boxes per image, [B, M, 5] (class, normalized xywh; rows of zeros after
+  /// each image's boxes), as data::Batch::targets. The device step reads these (no host read);
+  /// their classes are not checked against nc (the loader checked them against the dataset's).
+  at::Tensor padded;
 };
 
 /// Weights of the three loss terms (Ultralytics' hyperparameters box, cls, dfl).
@@ -34,9 +40,11 @@ struct DetectionLossOptions {
   int64_t tal_topk = 10;                            ///< the assigner's topk (v8 loss: 10)
   int64_t tal_topk2 = 0;                            ///< 8.4's second top-k (E2ELoss one-to-one: 1)
   bool stal = false;  ///< 8.4's small-target candidates (TaskAlignedAssigner::with_stal(strides))
-  /// The assigner's dense path on every device (TaskAlignedAssigner::dense), as CUDA runs it; false:
-  /// the sparse path on CPU float32, which reads the candidate pairs on the host.
-  bool dense_assigner = false;
+  /// The step CUDA runs, on any device (the CPU's step profile): the targets padded (Targets::
+  /// padded), the assigner's dense tensors, every term over all anchors weighted by the foreground
+  /// — static shapes, nothing read on the host. CUDA always runs it; on the CPU, false takes the
+  /// faster sparse assigner and computes the terms on the positives only.
+  bool device_step = false;
 
   /// `model`'s head: its strides, nc and reg_max, topk 10, no topk2, no STAL.
   static DetectionLossOptions of(const nn::DetectionModel& model);
@@ -91,7 +99,7 @@ class DetectionLoss {
 
   /// Ultralytics' preprocess: targets to [B, M, 5] (cls, x1, y1, x2, y2 in pixels of an image
   /// of size `imgsz_hw`), each image's rows in their original order, padded with zeros to the
-  /// largest count M.
+  /// largest count M (with Targets::padded: its M, and nothing read on the host).
   at::Tensor preprocess(const Targets& targets, int64_t batch_size, const at::Tensor& imgsz_hw) const;
 
   /// DFL expectation (none with reg_max 1) then dist2bbox: pred_dist [B, A, 4*reg_max] -> xyxy
@@ -100,10 +108,17 @@ class DetectionLoss {
 
  private:
   void check_feats(const std::vector<at::Tensor>& feats) const;
+  /// terms() of the device step (DetectionLossOptions::device_step): src/loss/dense_terms.cpp.
+  DetectionTerms dense_terms(const std::vector<at::Tensor>& feats, const at::Tensor& gt) const;
+  /// nn::make_anchors(feats, strides, 0.5), detached, made once per level sizes, device and dtype
+  /// (a step of the same shapes reuses them: no operator).
+  std::pair<at::Tensor, at::Tensor> anchors(const std::vector<at::Tensor>& feats) const;
 
   DetectionLossOptions options_;
   LossGains gains_;
   TaskAlignedAssigner assigner_;
+  struct AnchorCache;
+  std::shared_ptr<AnchorCache> anchor_cache_;
 };
 
 /// Distribution focal loss (Ultralytics' DFLoss): pred_dist [4 * P, reg_max] logits (P anchors,

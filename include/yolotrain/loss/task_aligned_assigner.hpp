@@ -63,6 +63,11 @@ class TaskAlignedAssigner {
   /// GT narrower or lower than `strides[0]` px is widened (heightened) to `strides[1]` around its
   /// centre (strides[0] with one level). Empty: none, as before 8.4. Returns *this.
   TaskAlignedAssigner& with_stal(std::vector<double> strides);
+  /// dense() with static shapes and no host read (the device step): the metrics computed for every
+  /// (GT, anchor) pair and kept where the anchor is a candidate (at::where, not boolean-mask
+  /// indexing), an anchor claimed twice resolved without first asking whether any is. The same
+  /// assignment. Returns *this.
+  TaskAlignedAssigner& with_static_shapes(bool on = true);
 
   int64_t topk() const { return topk_; }
   int64_t topk2() const { return topk2_; }
@@ -78,9 +83,10 @@ class TaskAlignedAssigner {
                                              const at::Tensor& gt_bboxes, double eps = 1e-9);
 
   /// Resolves anchors claimed by several GTs: returns (target_gt_idx [B, A], fg_mask [B, A],
-  /// mask_pos [B, M, A]) where each positive anchor keeps only the GT of max overlap.
+  /// mask_pos [B, M, A]) where each positive anchor keeps only the GT of max overlap. `always`:
+  /// without reading on the host whether any anchor is claimed twice (the same result).
   static std::tuple<at::Tensor, at::Tensor, at::Tensor> select_highest_overlaps(
-      const at::Tensor& mask_pos, const at::Tensor& overlaps, int64_t n_max_boxes);
+      const at::Tensor& mask_pos, const at::Tensor& overlaps, int64_t n_max_boxes, bool always = false);
 
   /// The GT boxes the candidates are chosen in: gt_bboxes itself without STAL; with it, each real
   /// GT's side below strides[0] set to the STAL size, through xywh as Ultralytics 8.4 does.
@@ -112,6 +118,7 @@ class TaskAlignedAssigner {
   int64_t topk_;
   int64_t topk2_ = 0;
   std::vector<double> stal_;
+  bool static_shapes_ = false;
   int64_t num_classes_;
   double alpha_;
   double beta_;

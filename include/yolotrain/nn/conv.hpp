@@ -60,6 +60,10 @@ class ConvImpl : public torch::nn::Cloneable<ConvImpl> {
   torch::nn::BatchNorm2d bn{nullptr};
   /// The activation (SiLU; empty when options.act() is false).
   torch::nn::SiLU act{nullptr};
+  /// True: a training forward adds 1 to the BatchNorm's num_batches_tracked, as BatchNorm2d's
+  /// forward does. A DetectionModel sets it false on its Convs and adds 1 to all of them in one
+  /// multi-tensor operator per forward (the same counts; one kernel instead of one per layer).
+  bool counts_batches = true;
 
  private:
   bool fused_ = false;  // reset() (and so clone()) rebuilds the fused layout
@@ -88,6 +92,9 @@ void count_macs(const torch::nn::Conv2dImpl& conv, const at::Tensor& out);
 /// number of output channels runs in float32 (libtorch 2.6's bfloat16 backward for it is wrong:
 /// src/nn/odd_channel_conv.cpp).
 at::Tensor forward_conv(torch::nn::Conv2dImpl& conv, const at::Tensor& x);
+/// BatchNorm2d's forward without adding to num_batches_tracked (bn.options.momentum() must be
+/// set: then the count is not used); ConvImpl::counts_batches.
+at::Tensor batch_norm_uncounted(torch::nn::BatchNorm2dImpl& bn, const at::Tensor& x);
 }  // namespace detail
 
 }  // namespace yolotrain::nn

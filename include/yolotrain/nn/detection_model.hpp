@@ -107,6 +107,9 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   void probe_and_initialise();
   /// The inputs of the head: the outputs of the layers it reads.
   std::vector<at::Tensor> head_inputs(const at::Tensor& x);
+  /// In training: every BatchNorm's num_batches_tracked + 1, in one operator (its Convs leave it
+  /// to the model: ConvImpl::counts_batches).
+  void count_batch();
 
   std::vector<Layer> layers_;
   std::vector<double> strides_;

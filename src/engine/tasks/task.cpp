@@ -18,7 +18,7 @@ EpochMetrics Task::epoch_metrics() const {
 loss::DetectionLossOptions recipe_loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {
   loss::DetectionLossOptions o = loss::DetectionLossOptions::of(model);
   o.stal = cfg.ultralytics84();  // STAL came with 8.4, for every model
-  o.dense_assigner = cfg.device_step;
+  o.device_step = cfg.device_step;
   return o;
 }
 

@@ -157,6 +157,29 @@ TEST_CASE("loader: boxes stay normalized and inside the image", "[data][loader]"
   CHECK(boxes > 20);
 }
 
+TEST_CASE("loader: the padded targets hold each image's boxes in order, then zeros", "[data][loader]") {
+  CHECK(padded_target_rows(0) == 8);
+  CHECK(padded_target_rows(8) == 8);
+  CHECK(padded_target_rows(9) == 16);
+  CHECK(padded_target_rows(100) == 128);
+  Loader loader(shapes().train, train_options(2));
+  for (const auto& b : read_epoch(loader)) {
+    const std::int64_t images = b.img.size(0);
+    REQUIRE(b.targets.dim() == 3);
+    CHECK(b.targets.size(0) == images);
+    CHECK(b.targets.size(2) == 5);
+    std::int64_t most = 0;
+    for (std::int64_t i = 0; i < images; ++i) {
+      const at::Tensor mine = (b.batch_idx == float(i)).nonzero().view(-1);
+      const std::int64_t n = mine.size(0);
+      most = std::max(most, n);
+      CHECK(at::equal(b.targets[i].slice(0, 0, n), at::cat({b.cls.index({mine}), b.bboxes.index({mine})}, 1)));
+      CHECK(b.targets[i].slice(0, n).abs().sum().item<float>() == 0.0f);
+    }
+    CHECK(b.targets.size(1) == padded_target_rows(most));
+  }
+}
+
 TEST_CASE("loader: rect validation batches and ratio_pad map labels back", "[data][loader]") {
   const fs::path root = yolotrain::test::shared_dataset("coco128");
   if (root.empty()) {

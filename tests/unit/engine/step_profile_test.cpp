@@ -10,6 +10,9 @@
 #include "catch.hpp"
 
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "test_support.hpp"
 
@@ -71,4 +74,52 @@ TEST_CASE("the counter sees the backward pass's operators", "[engine][step-profi
   const en::OperatorCounts counts = counter.take();
   CHECK(counts.operators >= 4);  // mul, sum, and the backward's own
   CHECK(counts.sync_count() == 0);
+}
+
+namespace {
+
+// The profile of `model` on coco128 (real data) at imgsz 64, batch 16, an optimizer step every
+// step, the step CUDA runs; nothing (after saying so) without ../shared.
+std::optional<en::StepProfile> profile_of(const std::string& model, const yolotrain::test::TempDir& tmp) {
+  const fs::path data = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "coco128" / "data.yaml";
+  if (!fs::exists(data)) {
+    WARN("skipped: " << data.string() << " is absent");
+    return std::nullopt;
+  }
+  const en::TrainConfig cfg = en::TrainConfig::from_args(
+      {"model=" + model, "data=" + data.string(), "imgsz=64", "batch=16", "nbs=16", "device_step=true", "epochs=10",
+       "val=false", "plots=false", "save_interval=0", "workers=2", "device=cpu", "verbose=false",
+       "project=" + tmp.path().string(), "name=run"});
+  return en::profile_training_steps(cfg, /*warmup=*/1, /*steps=*/3);  // inside the first epoch (7 batches)
+}
+
+}  // namespace
+
+// Budgets: no sync, and at most a quarter of the operators of the step before the multi-tensor
+// updates and static shapes (docs/performance.md "The step profile": 4,556 and 9,072).
+TEST_CASE("the training step of yolov8n and yolo26n stays within its budgets", "[engine][step-profile]") {
+  for (const auto& [model, budget] : {std::pair<std::string, double>{"yolov8n.yaml", 4556.0 / 4},
+                                      std::pair<std::string, double>{"yolo26n.yaml", 9072.0 / 4}}) {
+    INFO(model);
+    yolotrain::test::TempDir tmp;
+    const std::optional<en::StepProfile> p = profile_of(model, tmp);
+    if (!p) return;
+    INFO(p->total().summary());
+    CHECK(p->steps.size() == 3);
+    CHECK(p->max_syncs_in_a_step() == 0);
+    CHECK(p->operators_per_step() <= budget);
+  }
+}
+
+TEST_CASE("a run that ends before the profiled steps says so", "[engine][step-profile]") {
+  const fs::path data = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "coco8" / "data.yaml";
+  if (!fs::exists(data)) {
+    WARN("skipped: " << data.string() << " is absent");
+    return;
+  }
+  yolotrain::test::TempDir tmp;
+  const en::TrainConfig cfg = en::TrainConfig::from_args(
+      {"model=yolov8n.yaml", "data=" + data.string(), "imgsz=64", "batch=16", "epochs=2", "val=false", "plots=false",
+       "device=cpu", "verbose=false", "workers=1", "project=" + tmp.path().string(), "name=run"});
+  CHECK_THROWS_WITH(en::profile_training_steps(cfg, 1, 5), Catch::Contains("before 1 + 5 were counted"));
 }

@@ -161,3 +161,57 @@ TEST_CASE("loss rejects wrong shapes and out-of-range targets", "[loss]") {
   CHECK_THROWS_AS(yl::DetectionLoss(yl::DetectionLossOptions{{}, 2, 16}), yolotrain::Error);
   CHECK_THROWS_AS(yl::DetectionLoss(yl::DetectionLossOptions{{8}, 0, 16}), yolotrain::Error);
 }
+
+namespace {
+
+// The batch fields' boxes per image, padded as data::Batch::targets: [B, rows, 5].
+at::Tensor padded_of(const yl::Targets& t, int64_t batch, int64_t rows) {
+  at::Tensor out = at::zeros({batch, rows, 5});
+  std::vector<int64_t> next(static_cast<std::size_t>(batch), 0);
+  for (int64_t k = 0; k < t.batch_idx.size(0); ++k) {
+    const int64_t i = t.batch_idx[k].item<int64_t>();
+    out[i][next[static_cast<std::size_t>(i)]++].copy_(at::cat({t.cls[k], t.bboxes[k]}));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the device step's dense terms equal the positives' terms and their gradients", "[loss][device-step]") {
+  const int64_t reg_max = GENERATE(int64_t{16}, int64_t{1});  // DFL (v8, 11), L1 (YOLO26)
+  CAPTURE(reg_max);
+  at::manual_seed(3);
+  const int64_t no = 4 * reg_max + kNc;
+  std::vector<at::Tensor> a, b;
+  for (int64_t s : {8, 16, 32}) {
+    a.push_back((at::randn({3, no, 64 / s, 64 / s}) * 0.5).requires_grad_());
+    b.push_back(a.back().detach().clone().requires_grad_());
+  }
+  yl::Targets t = make_targets({0, 0, 0, 2}, {1, 0, 1, 1},
+                               {0.5f, 0.5f, 0.4f, 0.3f, 0.2f, 0.25f, 0.3f, 0.3f, 0.75f, 0.7f, 0.2f, 0.5f, 0.4f, 0.6f,
+                                0.5f, 0.5f});
+  yl::DetectionLossOptions options{{8, 16, 32}, kNc, reg_max};
+  options.stal = true;
+  const yl::LossOutput positives = yl::DetectionLoss(options)(a, t);
+  options.device_step = true;
+  t.padded = padded_of(t, 3, 8);  // image 1 has no box; rows of zeros pad the others
+  const yl::LossOutput dense = yl::DetectionLoss(options)(b, t);
+  CHECK(at::allclose(dense.items, positives.items, 1e-5, 1e-6));
+  positives.total.backward();
+  dense.total.backward();
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::allclose(b[i].grad(), a[i].grad(), 1e-4, 1e-6));
+  // No boxes at all: the same as the positives' path (BCE against zeros, no box terms).
+  const yl::Targets none{at::zeros({0}), at::zeros({0, 1}), at::zeros({0, 4}), at::zeros({3, 8, 5})};
+  options.device_step = false;
+  const at::Tensor empty_positives = yl::DetectionLoss(options)(a, none).items;
+  options.device_step = true;
+  CHECK(at::allclose(yl::DetectionLoss(options)(b, none).items, empty_positives, 1e-5, 1e-6));
+}
+
+TEST_CASE("padded targets must be [B, M, 5]", "[loss][device-step]") {
+  yl::DetectionLossOptions options{{8, 16, 32}, kNc, kRegMax};
+  options.device_step = true;
+  yl::Targets t = no_targets();
+  t.padded = at::zeros({2, 8, 4});
+  CHECK_THROWS_WITH(yl::DetectionLoss(options)(make_feats(2), t), Catch::Contains("targets.padded has shape"));
+}

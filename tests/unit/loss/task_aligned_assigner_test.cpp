@@ -51,6 +51,26 @@ int64_t gt_of(const yl::Assignment& a, int64_t anchor) {
   return a.target_gt_idx[0][anchor].item<int64_t>();
 }
 
+// A random scene over `anchors` (pixels): B images of predictions around every anchor, up to M
+// boxes of nc classes per image, each kept with probability `keep` (padded rows are zeros, as the
+// loss's preprocess makes them).
+struct RandomScene {
+  at::Tensor pd_scores, pd_bboxes, gt_labels, gt_bboxes, mask_gt;
+  RandomScene(const at::Tensor& anchors, int64_t B, int64_t M, int64_t nc, double keep) {
+    const int64_t A = anchors.size(0);
+    const at::Tensor wh_pred = at::rand({B, A, 2}) * 60 + 4;
+    const at::Tensor centre = anchors.unsqueeze(0) + (at::rand({B, A, 2}) - 0.5) * 8;
+    pd_bboxes = at::cat({centre - wh_pred / 2, centre + wh_pred / 2}, 2);
+    pd_scores = at::rand({B, A, nc});
+    const at::Tensor wh = at::rand({B, M, 2}) * 68 + 2;  // some below the smallest stride
+    const at::Tensor xy = at::rand({B, M, 2}) * (128 - wh);
+    gt_bboxes = at::cat({xy, xy + wh}, 2);
+    gt_labels = at::randint(0, nc, {B, M, 1}).to(at::kFloat);
+    mask_gt = (at::rand({B, M, 1}) < keep).to(at::kFloat);
+    gt_bboxes = gt_bboxes * mask_gt;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("assigner gives an anchor inside two boxes to the higher-IoU box", "[loss]") {
@@ -169,20 +189,13 @@ TEST_CASE("the sparse assigner gives the dense reference's targets", "[loss]") {
   const std::vector<at::Tensor> levels{at::zeros({1, 1, 16, 16}), at::zeros({1, 1, 8, 8}), at::zeros({1, 1, 4, 4})};
   const auto [points, strides] = yolotrain::nn::make_anchors(levels, {8.0, 16.0, 32.0});
   const at::Tensor anchors = points * strides;  // pixels
-  const int64_t A = anchors.size(0), B = 3, M = 12, nc = 5;
+  const int64_t B = 3, M = 12, nc = 5;
   int64_t positives_seen = 0;
   for (int scene = 0; scene < 20; ++scene) {
     CAPTURE(scene);
-    const at::Tensor wh_pred = at::rand({B, A, 2}) * 60 + 4;
-    const at::Tensor centre = anchors.unsqueeze(0) + (at::rand({B, A, 2}) - 0.5) * 8;
-    const at::Tensor pd_bboxes = at::cat({centre - wh_pred / 2, centre + wh_pred / 2}, 2);
-    const at::Tensor pd_scores = at::rand({B, A, nc});
-    const at::Tensor wh = at::rand({B, M, 2}) * 68 + 2;  // some below the smallest stride
-    const at::Tensor xy = at::rand({B, M, 2}) * (128 - wh);
-    at::Tensor gt_bboxes = at::cat({xy, xy + wh}, 2);
-    const at::Tensor gt_labels = at::randint(0, nc, {B, M, 1}).to(at::kFloat);
-    at::Tensor mask_gt = (at::rand({B, M, 1}) < 0.8).to(at::kFloat);
-    gt_bboxes = gt_bboxes * mask_gt;  // padded rows are zeros, as the loss's preprocess makes them
+    RandomScene r(anchors, B, M, nc, 0.8);
+    const at::Tensor &pd_scores = r.pd_scores, &pd_bboxes = r.pd_bboxes, &gt_labels = r.gt_labels,
+                     &gt_bboxes = r.gt_bboxes, &mask_gt = r.mask_gt;
     if (scene == 0) gt_bboxes[0][1].copy_(gt_bboxes[0][0]);  // a duplicate box: every anchor claimed twice
     yl::TaskAlignedAssigner assigner(variant.topk, nc, 0.5, 6.0);
     assigner.with_topk2(variant.topk2);
@@ -246,4 +259,33 @@ TEST_CASE("8.4's topk2 keeps each box's best positive only", "[loss]") {
   }
   CHECK(assigner.with_topk2(7).topk2() == 0);  // topk2 == topk: no second selection
   CHECK_THROWS_AS(assigner.with_topk2(-1), yolotrain::Error);
+}
+
+TEST_CASE("the assigner with static shapes gives the masked dense assignment", "[loss][device-step]") {
+  const bool stal = GENERATE(false, true);
+  const int64_t topk2 = GENERATE(0, 1);
+  CAPTURE(stal, topk2);
+  at::manual_seed(11);
+  const std::vector<at::Tensor> levels{at::zeros({1, 1, 16, 16}), at::zeros({1, 1, 8, 8}), at::zeros({1, 1, 4, 4})};
+  const auto [points, strides] = yolotrain::nn::make_anchors(levels, {8.0, 16.0, 32.0});
+  const at::Tensor anchors = points * strides;
+  const int64_t B = 3, M = 8, nc = 5;
+  for (int scene = 0; scene < 10; ++scene) {
+    CAPTURE(scene);
+    const RandomScene r(anchors, B, M, nc, 0.7);
+    yl::TaskAlignedAssigner masked(10, nc, 0.5, 6.0), fixed(10, nc, 0.5, 6.0);
+    masked.with_topk2(topk2);
+    fixed.with_topk2(topk2).with_static_shapes();
+    if (stal) {
+      masked.with_stal({8.0, 16.0, 32.0});
+      fixed.with_stal({8.0, 16.0, 32.0});
+    }
+    const yl::Assignment m = masked.dense(r.pd_scores, r.pd_bboxes, anchors, r.gt_labels, r.gt_bboxes, r.mask_gt);
+    const yl::Assignment f = fixed.dense(r.pd_scores, r.pd_bboxes, anchors, r.gt_labels, r.gt_bboxes, r.mask_gt);
+    CHECK(at::equal(m.fg_mask, f.fg_mask));
+    CHECK(at::equal(m.target_gt_idx, f.target_gt_idx));
+    CHECK(at::equal(m.target_labels, f.target_labels));
+    CHECK(at::equal(m.target_bboxes, f.target_bboxes));
+    CHECK(at::allclose(m.target_scores, f.target_scores, 1e-6, 1e-7));
+  }
 }

@@ -81,3 +81,26 @@ TEST_CASE("channels_last weights give the same outputs as contiguous ones", "[nn
   nn::set_memory_format(*block, nn::preferred_cpu_memory_format());
   CHECK(block->cv1->conv->weight.is_contiguous(nn::preferred_cpu_memory_format()));
 }
+
+TEST_CASE("a training forward adds one to every BatchNorm's batch count, alone or in a model", "[nn]") {
+  nn::Conv alone(nn::ConvOptions(3, 4, 3, 1));
+  alone->train();
+  (void)alone->forward(at::rand({2, 3, 8, 8}));
+  CHECK(alone->bn->num_batches_tracked.item<int64_t>() == 1);  // BatchNorm2d's own count
+
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  std::vector<std::int64_t> before;
+  std::vector<const torch::nn::BatchNorm2dImpl*> norms;
+  for (const auto& m : model->modules(false)) {
+    if (const auto* bn = m->as<torch::nn::BatchNorm2dImpl>()) {
+      norms.push_back(bn);
+      before.push_back(bn->num_batches_tracked.item<int64_t>());
+    }
+  }
+  REQUIRE(norms.size() == 57);
+  model->train();
+  (void)model->forward_heads(at::rand({1, 3, 64, 64}));
+  model->eval();
+  (void)model->forward_heads(at::rand({1, 3, 64, 64}));  // eval: no count
+  for (std::size_t i = 0; i < norms.size(); ++i) CHECK(norms[i]->num_batches_tracked.item<int64_t>() == before[i] + 1);
+}
