@@ -370,14 +370,16 @@ void Trainer::Run::train() {
           going = !token.stop_requested() || poll();  // a stop while waiting for data
           break;
         }
-        train_batch(*b);
-        if (tally_due()) read_tally();
+        try {
+          train_batch(*b);
+        } catch (const std::exception& e) {
+          out_of_memory(e);  // the first epoch's out-of-memory: restarted with half the batch; else rethrown
+        }
+        if (tally_due()) read_tally();  // a NaN/Inf step since the last read: NonFiniteTraining
       } catch (const NonFiniteTraining& e) {
         roll_back(e.what());  // back to the newest checkpoint: the loop goes on from its position
         rolled_back = true;
         break;
-      } catch (const std::exception& e) {
-        out_of_memory(e);  // the first epoch's out-of-memory: restarted with half the batch; else rethrown
       }
       if (cb.on_batch_end) cb.on_batch_end(progress());  // the progress line, status.json
     }

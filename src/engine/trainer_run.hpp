@@ -173,7 +173,7 @@ struct Trainer::Run {
   lc::PauseEnd pause();
   bool share_epoch_end(EpochMetrics& m, bool validated);
   double elapsed() const;
-  void train_batch(const data::Batch& b);  // throws NonFiniteTraining
+  void train_batch(const data::Batch& b);
   // Self-healing (trainer_recovery.cpp).
   bool tally_due() const;  // the progress line's cadence, an epoch's last step, per-step TensorBoard
   void read_tally();  // the running losses into state; throws NonFiniteTraining on a NaN/Inf step
