@@ -151,6 +151,18 @@ void stop_and_resume_like_straight(const yt::TempDir& tmp, std::vector<std::stri
         exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
 }
 
+// An uninterrupted run of `extra` in tmp/straight, then the same stopped at `step` and resumed in
+// tmp/run: the weights and results.csv equal. Returns the uninterrupted run.
+Finished straight_and_resumed(const yt::TempDir& tmp, const std::vector<std::string>& extra, std::int64_t step) {
+  const Finished straight = run_to_end(train_args(tmp / "straight", extra), tmp / "straight.txt");
+  INFO(straight.output);
+  REQUIRE(straight.code == 0);
+  const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
+  stop_and_resume_like_straight(tmp, extra, step);
+  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
+  return straight;
+}
+
 }  // namespace
 
 TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identical weights", "[integration][yolo11]") {
@@ -170,14 +182,10 @@ TEST_CASE("a YOLO26 run: SIGTERM in its second epoch and resume=true end with by
           "[integration][yolo26]") {
   yt::TempDir tmp;
   const std::vector<std::string> yolo26 = {"model=yolo26n.yaml", "epochs=3", "optimizer=MuSGD"};
-  const Finished straight = run_to_end(train_args(tmp / "straight", yolo26), tmp / "straight.txt");
-  INFO(straight.output);
-  REQUIRE(straight.code == 0);
+  const Finished straight = straight_and_resumed(tmp, yolo26, 6);  // 4 batches per epoch: inside epoch 2
   const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
   CHECK_THAT(csv, Catch::Contains("train/l1_loss") && Catch::Contains("val/l1_loss"));  // reg_max 1: no DFL
   CHECK_THAT(straight.output, Catch::Contains("l1_loss"));
-  stop_and_resume_like_straight(tmp, yolo26, 6);  // 4 batches per epoch: inside epoch 2
-  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
 }
 
 // The step CUDA runs (padded targets, the dense assigner, every term over all anchors, nothing
@@ -185,14 +193,8 @@ TEST_CASE("a YOLO26 run: SIGTERM in its second epoch and resume=true end with by
 TEST_CASE("device_step=true: a YOLO26 run stopped by SIGTERM and resumed ends with byte-identical weights",
           "[integration][device-step]") {
   yt::TempDir tmp;
-  const std::vector<std::string> args = {"model=yolo26n.yaml", "epochs=2", "device_step=true"};
-  const Finished straight = run_to_end(train_args(tmp / "straight", args), tmp / "straight.txt");
-  INFO(straight.output);
-  REQUIRE(straight.code == 0);
-  const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
+  (void)straight_and_resumed(tmp, {"model=yolo26n.yaml", "epochs=2", "device_step=true"}, 5);  // inside epoch 2
   CHECK_THAT(yt::slurp(tmp / "straight" / "run" / "args.yaml"), Catch::Contains("device_step: true"));
-  stop_and_resume_like_straight(tmp, args, 5);  // 4 batches per epoch: inside epoch 2
-  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
 }
 
 TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, as Ultralytics", "[integration]") {
