@@ -48,10 +48,10 @@ std::pair<at::Tensor, at::Tensor> dense_box_terms(const DenseBoxInputs& in, int6
 
 DetectionTerms DetectionLoss::dense_terms(const std::vector<at::Tensor>& feats, const at::Tensor& gt) const {
   const detail::LevelParts parts = detail::split_levels(feats, options_.nc, options_.reg_max);
-  const at::TensorOptions options = feats[0].options().requires_grad(false);
   DetectionTerms out;
-  out.imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
-  const auto [anchors, strides] = this->anchors(feats);
+  const Geometry g = geometry(feats);
+  out.imgsz = g.imgsz;  // (h, w) px
+  const at::Tensor &anchors = g.points, &strides = g.strides;
   const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
   const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
   const at::Tensor pred_distri = detail::anchors_last(parts.distri);  // [B, A, 4 * reg_max]
@@ -69,12 +69,11 @@ DetectionTerms DetectionLoss::dense_terms(const std::vector<at::Tensor>& feats, 
                                                                    {}, at::Reduction::Sum) /
                               tss;
   const at::Tensor fg = a.fg_mask.unsqueeze(-1);
-  const at::Tensor unit = at::cat({anchors - 0.5, anchors + 0.5}, 1);  // [A, 4] a harmless target
   const DenseBoxInputs in{pred_distri,
                           pred_bboxes,
                           anchors,
                           strides,
-                          at::where(fg, a.target_bboxes / strides, unit),
+                          at::where(fg, a.target_bboxes / strides, g.unit_boxes),  // background: harmless
                           a.anchor_scores.unsqueeze(-1),
                           tss,
                           out.imgsz};

@@ -79,7 +79,7 @@ struct DetectionLoss::AnchorCache {
   std::vector<int64_t> sizes;  // H, W of each level
   at::Device device{at::kCPU};
   at::ScalarType dtype = at::kFloat;
-  at::Tensor points, strides;
+  DetectionLoss::Geometry geometry;
 };
 
 DetectionLoss::DetectionLoss(DetectionLossOptions options, LossGains gains)
@@ -116,7 +116,7 @@ void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
 at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
                                      const at::Tensor& imgsz_hw) const {
   const auto options = imgsz_hw.options();
-  const at::Tensor scale = imgsz_hw.index({at::tensor({1, 0, 1, 0}, at::kLong)});
+  const at::Tensor scale = imgsz_hw.flip(0).repeat({2});  // w, h, w, h (on its device: no host copy)
   if (targets.padded.defined()) {  // [B, M, 5] already: scaled to pixels, xyxy
     if (targets.padded.dim() != 3 || targets.padded.size(0) != batch_size || targets.padded.size(2) != 5) {
       throw Error("DetectionLoss: targets.padded has shape " + shape(targets.padded) + "; expected [" +
@@ -141,20 +141,23 @@ at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
   return out;
 }
 
-std::pair<at::Tensor, at::Tensor> DetectionLoss::anchors(const std::vector<at::Tensor>& feats) const {
+DetectionLoss::Geometry DetectionLoss::geometry(const std::vector<at::Tensor>& feats) const {
   std::vector<int64_t> sizes;
   for (const at::Tensor& f : feats) sizes.insert(sizes.end(), {f.size(2), f.size(3)});
   AnchorCache& c = *anchor_cache_;
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (!c.points.defined() || c.sizes != sizes || c.device != feats[0].device() || c.dtype != feats[0].scalar_type()) {
+  const at::Device device = feats[0].device();
+  if (!c.geometry.points.defined() || c.sizes != sizes || c.device != device || c.dtype != feats[0].scalar_type()) {
     auto [points, strides] = nn::make_anchors(feats, options_.strides, 0.5);
     c.sizes = sizes;
-    c.device = feats[0].device();
+    c.device = device;
     c.dtype = feats[0].scalar_type();
-    c.points = points.detach();
-    c.strides = strides.detach();
+    const at::TensorOptions options = feats[0].options().requires_grad(false);
+    c.geometry = {points.detach(), strides.detach(),
+                  at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0],  // (h, w) px
+                  at::cat({points - 0.5, points + 0.5}, 1).detach()};
   }
-  return {c.points, c.strides};
+  return c.geometry;
 }
 
 at::Tensor DetectionLoss::bbox_decode(const at::Tensor& anchor_points,
@@ -250,16 +253,15 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
 DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const Targets& targets) const {
   check_feats(feats);
   if (options_.device_step || !feats[0].device().is_cpu()) {
-    const at::Tensor imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, feats[0].options().requires_grad(false)) *
-                             options_.strides[0];
-    return dense_terms(feats, preprocess(targets, feats[0].size(0), imgsz));
+    return dense_terms(feats, preprocess(targets, feats[0].size(0), geometry(feats).imgsz));
   }
   const int64_t batch_size = feats[0].size(0);
   const LevelParts parts = split_levels(feats, options_.nc, options_.reg_max);
   const at::TensorOptions options = feats[0].options().requires_grad(false);
   DetectionTerms out;
-  out.imgsz = at::tensor({feats[0].size(2), feats[0].size(3)}, options) * options_.strides[0];  // (h, w) px
-  const auto [anchors, strides] = this->anchors(feats);
+  const Geometry g = geometry(feats);
+  out.imgsz = g.imgsz;  // (h, w) px
+  const at::Tensor &anchors = g.points, &strides = g.strides;
 
   Targets unpadded = targets;  // the reference's M: the sparse path equals it to the bit
   unpadded.padded = at::Tensor();

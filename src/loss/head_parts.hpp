@@ -34,7 +34,7 @@ inline at::Tensor anchors_last(const std::vector<at::Tensor>& parts) {
 // stride, over the width for l and r, the height for t and b), mean over the sides -> [n, 1].
 inline at::Tensor l1_term(const at::Tensor& fg_dist, const at::Tensor& target_ltrb, const at::Tensor& fg_strides,
                           const at::Tensor& imgsz) {
-  const at::Tensor wh = imgsz.index({at::tensor({1, 0, 1, 0}, at::kLong)});  // w, h, w, h
+  const at::Tensor wh = imgsz.flip(0).repeat({2});  // w, h, w, h
   const at::Tensor target = target_ltrb * fg_strides / wh;
   const at::Tensor pred = fg_dist * fg_strides / wh;
   return at::l1_loss(pred, target, at::Reduction::None).mean(-1, true);

@@ -85,7 +85,7 @@ at::Tensor SegmentationLoss::mask_term(const DetectionTerms& det, const Segmenta
     proto = at::upsample_bilinear2d(proto, {mh, mw}, /*align_corners=*/false);
   }
   const Assignment& a = det.assignment;
-  const at::Tensor wh = det.imgsz.index({at::tensor({1, 0, 1, 0}, at::kLong)});
+  const at::Tensor wh = det.imgsz.flip(0).repeat({2});  // w, h, w, h
   const at::Tensor normalized = a.target_bboxes / wh;                             // [B, A, 4]
   const at::Tensor area = (normalized.select(2, 2) - normalized.select(2, 0)) *   // xyxy2xywh's w * h
                           (normalized.select(2, 3) - normalized.select(2, 1));

@@ -110,9 +110,14 @@ class DetectionLoss {
   void check_feats(const std::vector<at::Tensor>& feats) const;
   /// terms() of the device step (DetectionLossOptions::device_step): src/loss/dense_terms.cpp.
   DetectionTerms dense_terms(const std::vector<at::Tensor>& feats, const at::Tensor& gt) const;
-  /// nn::make_anchors(feats, strides, 0.5), detached, made once per level sizes, device and dtype
-  /// (a step of the same shapes reuses them: no operator).
-  std::pair<at::Tensor, at::Tensor> anchors(const std::vector<at::Tensor>& feats) const;
+  /// What the levels' sizes fix: nn::make_anchors(feats, strides, 0.5) detached, and the network
+  /// input's (h, w) in pixels — made once per sizes, device and dtype, so that a step of the same
+  /// shapes makes no operator and copies nothing from the host.
+  struct Geometry {
+    at::Tensor points, strides, imgsz;
+    at::Tensor unit_boxes;  ///< [A, 4] xyxy: a box of side 1 (grid units) around each anchor point
+  };
+  Geometry geometry(const std::vector<at::Tensor>& feats) const;
 
   DetectionLossOptions options_;
   LossGains gains_;
