@@ -4,6 +4,7 @@
 #include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
+#include "foreach_optimizers.hpp"
 #include "mixed_precision.hpp"
 #include "test_support.hpp"
 #include "training_memory_probe.hpp"
@@ -15,6 +16,13 @@
 #include "catch.hpp"
 
 #include <cmath>
+
+#if YOLOTRAIN_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace en = yolotrain::engine;
 namespace lc = yolotrain::lifecycle;
@@ -159,4 +167,92 @@ TEST_CASE("a run's CUDA device becomes the current one, so the guard's figures a
   CHECK(m.device == last);
   CHECK(m.allocated >= std::int64_t(4) << 20);
   lc::cuda_set_current_device(0);
+}
+
+TEST_CASE("the multi-tensor optimizers on CUDA agree with libtorch's per-parameter steps", "[engine][cuda]") {
+  if (skip_without_cuda()) return;
+  at::manual_seed(5);
+  std::vector<at::Tensor> a, b;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{16, 8, 3, 3}, {16}, {40, 7}}) {
+    a.push_back(at::randn(shape, kCuda).requires_grad_());
+    b.push_back(a.back().detach().clone().requires_grad_());
+  }
+  auto steps = [](torch::optim::Optimizer& opt, std::vector<at::Tensor>& params) {
+    for (int s = 0; s < 3; ++s) {
+      at::manual_seed(10 + s);
+      for (auto& p : params) p.mutable_grad() = at::randn(p.sizes(), kCuda);
+      opt.step();
+    }
+  };
+  torch::optim::AdamW ref(a, torch::optim::AdamWOptions(1e-3).weight_decay(5e-4));
+  en::ForeachAdamW multi(b, torch::optim::AdamWOptions(1e-3).weight_decay(5e-4));
+  steps(ref, a);
+  steps(multi, b);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_rel_diff(b[i], a[i]) < 1e-6);  // multi-tensor kernels: ulps
+  torch::optim::SGD sgd_ref(a, torch::optim::SGDOptions(1e-2).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  en::ForeachSGD sgd_multi(b, torch::optim::SGDOptions(1e-2).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  steps(sgd_ref, a);
+  steps(sgd_multi, b);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_rel_diff(b[i], a[i]) < 1e-6);
+}
+
+// The device step reads nothing back and has static shapes: its forward, loss and backward capture
+// as a CUDA graph (a host read or a data-dependent shape inside a capture fails it), and a replay
+// on new pixels gives the loss an eager step gives. (The optimizer is not captured: its learning
+// rate and AdamW's bias corrections are host scalars today.)
+TEST_CASE("the device step's forward, loss and backward capture as a CUDA graph and replay as eager", "[loss][cuda]") {
+  if (skip_without_cuda()) return;
+#if YOLOTRAIN_WITH_CUDA
+  at::manual_seed(2);
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+  model->to(kCuda);
+  model->train();
+  yolotrain::loss::DetectionLossOptions options = yolotrain::loss::DetectionLossOptions::of(model);
+  options.device_step = true;
+  const yolotrain::loss::DetectionLoss loss(options);
+  yolotrain::loss::Targets t = some_targets();
+  t.padded = at::zeros({2, 8, 5});
+  int64_t next[2] = {0, 0};  // each image's boxes in order, then zeros (data::Batch::targets)
+  for (int64_t k = 0; k < 5; ++k) {
+    const int64_t i = t.batch_idx[k].item<int64_t>();
+    t.padded[i][next[i]++].copy_(at::cat({t.cls[k], t.bboxes[k]}));
+  }
+  t = {t.batch_idx.to(kCuda), t.cls.to(kCuda), t.bboxes.to(kCuda), t.padded.to(kCuda)};
+  const at::Tensor x = at::rand({2, 3, 128, 128}, kCuda);  // the graph's input: refilled before a replay
+  auto step = [&] {
+    for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
+    const yolotrain::loss::LossOutput out = loss(model->forward_heads(x).one2many, t);
+    out.total.backward();
+    return out.items;
+  };
+  // Capture runs on a side stream, after a warm-up there (as PyTorch's CUDA graph recipe).
+  const c10::cuda::CUDAStream main = c10::cuda::getCurrentCUDAStream(), side = c10::cuda::getStreamFromPool();
+  at::cuda::CUDAEvent inputs_ready, warmed_up;
+  inputs_ready.record(main);
+  inputs_ready.block(side);
+  {
+    c10::cuda::CUDAStreamGuard on_side(side);
+    for (int i = 0; i < 3; ++i) step();  // warm-up: the loss's geometry cached, the kernels chosen
+  }
+  warmed_up.record(side);
+  warmed_up.block(main);
+  at::cuda::CUDAGraph graph;
+  at::Tensor items;
+  {
+    c10::cuda::CUDAStreamGuard on_side(side);
+    for (auto& p : model->parameters()) p.mutable_grad() = at::Tensor();
+    graph.capture_begin();
+    const yolotrain::loss::LossOutput out = loss(model->forward_heads(x).one2many, t);
+    out.total.backward();
+    items = out.items;
+    graph.capture_end();
+  }
+  x.copy_(at::rand({2, 3, 128, 128}, kCuda));
+  graph.replay();
+  torch::cuda::synchronize();
+  const at::Tensor replayed = items.clone();
+  const at::Tensor eager = step();
+  INFO("replayed " << replayed.cpu() << " eager " << eager.cpu());
+  CHECK(max_rel_diff(replayed, eager) < 1e-5);
+#endif
 }
