@@ -19,7 +19,6 @@ using detail::l1_term;
 using detail::LevelParts;
 using detail::split_levels;
 
-
 namespace {
 
 using at::indexing::Slice;
