@@ -127,8 +127,6 @@ void on_end(const at::RecordFunction&, at::ObserverContext* ctx) {
 
 }  // namespace
 
-const std::vector<std::string>& sync_operator_names() { return kSyncNames; }
-
 std::int64_t OperatorCounts::sync_count() const {
   std::int64_t n = 0;
   for (const auto& [name, count] : syncs) n += count;

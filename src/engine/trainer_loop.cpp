@@ -88,8 +88,9 @@ bool Trainer::Run::poll() {
   if (save_due && ranks.active() && ranks.leader()) token.request_checkpoint();  // agreed below, like SIGHUP
   // Decisions come from the agreement (every rank alike), not from the token directly.
   const dist::AgreedRequests agreed = ranks.agree(token);
-  // Anything saved or ended below needs the steps' figures, and no NaN/Inf among them.
-  if (agreed.checkpoint || agreed.stop || agreed.pause || (save_due && !ranks.active())) read_tally();
+  // A stop or pause saves outside the loop's roll-back (finish(), pause_run): the steps' figures are
+  // read here first, so that a NaN/Inf among them rolls back instead (checkpoint() reads for itself).
+  if (agreed.stop || agreed.pause) read_tally();
   if (agreed.checkpoint) {
     outputs.status->note_request("checkpoint");
     checkpoint(true);

@@ -171,22 +171,19 @@ std::pair<at::Tensor, at::Tensor> TaskAlignedAssigner::get_box_metrics(
   const at::Tensor ind1 = gt_labels.squeeze(-1).to(at::kLong);
   // Scores of each anchor for each GT's class: [b, max_num_obj, h*w].
   const at::Tensor gathered = pd_scores.index({ind0, Slice(), ind1});
+  at::Tensor overlaps, bbox_scores;
   if (static_shapes_) {  // every pair, kept where masked: no shape depends on the data
-    const at::Tensor zero = at::zeros({}, pd_bboxes.options());
     const at::Tensor iou = bbox_iou(gt_bboxes.unsqueeze(2), pd_bboxes.unsqueeze(1), false, IouKind::CIoU);
-    const at::Tensor overlaps = at::where(mask_gt, iou.squeeze(-1).clamp_(0), zero);
-    const at::Tensor bbox_scores = at::where(mask_gt, gathered, at::zeros({}, pd_scores.options()));
-    return {bbox_scores.pow(alpha_) * overlaps.pow(beta_), overlaps};
+    overlaps = at::where(mask_gt, iou.squeeze(-1).clamp_(0), at::zeros({}, pd_bboxes.options()));
+    bbox_scores = at::where(mask_gt, gathered, at::zeros({}, pd_scores.options()));
+  } else {  // the reference's: only the pairs of the mask computed
+    overlaps = at::zeros({bs, n_max_boxes, na}, pd_bboxes.options());
+    bbox_scores = at::zeros({bs, n_max_boxes, na}, pd_scores.options());
+    bbox_scores.index_put_({mask_gt}, gathered.index({mask_gt}));
+    const at::Tensor pd_boxes = pd_bboxes.unsqueeze(1).expand({-1, n_max_boxes, -1, -1}).index({mask_gt});
+    const at::Tensor gt_boxes = gt_bboxes.unsqueeze(2).expand({-1, -1, na, -1}).index({mask_gt});
+    overlaps.index_put_({mask_gt}, bbox_iou(gt_boxes, pd_boxes, false, IouKind::CIoU).squeeze(-1).clamp_(0));
   }
-  at::Tensor overlaps = at::zeros({bs, n_max_boxes, na}, pd_bboxes.options());
-  at::Tensor bbox_scores = at::zeros({bs, n_max_boxes, na}, pd_scores.options());
-  bbox_scores.index_put_({mask_gt}, gathered.index({mask_gt}));
-
-  const at::Tensor pd_boxes = pd_bboxes.unsqueeze(1).expand({-1, n_max_boxes, -1, -1}).index({mask_gt});
-  const at::Tensor gt_boxes = gt_bboxes.unsqueeze(2).expand({-1, -1, na, -1}).index({mask_gt});
-  overlaps.index_put_({mask_gt},
-                      bbox_iou(gt_boxes, pd_boxes, false, IouKind::CIoU).squeeze(-1).clamp_(0));
-
   const at::Tensor align_metric = bbox_scores.pow(alpha_) * overlaps.pow(beta_);
   return {align_metric, overlaps};
 }

@@ -37,9 +37,6 @@ struct OperatorCounts {
   std::string summary() const;
 };
 
-/// The operator names counted as syncs (besides a boolean-mask index / index_put_).
-const std::vector<std::string>& sync_operator_names();
-
 /// Counts the operators the constructing thread dispatches while it lives (one per thread at a
 /// time; a second throws yolotrain::Error). take() returns the counts so far and starts again.
 class OperatorCounter {
