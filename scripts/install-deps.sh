@@ -13,12 +13,13 @@ packages=(
   python3-torch python3-onnx python3-yaml
   protobuf-compiler python3-crc32c
   libcurl4-openssl-dev libpugixml-dev libmicrohttpd-dev
-  awscli prometheus prometheus-pushgateway iproute2
+  awscli prometheus prometheus-pushgateway iproute2 strace
 )
 # awscli: the S3 tests cross-check yolotrain's S3 client with an independent one (Debian's aws,
 # /usr/bin/aws), against s3rver (from npm, below). prometheus and prometheus-pushgateway: the
 # control endpoint's tests start a real Prometheus that scrapes it and a real Pushgateway it pushes to.
 # iproute2: the multi-host test makes two network namespaces (ip netns) joined by a veth pair.
+# strace: the preemption test shows that preemption=auto outside a cloud connects nowhere.
 # node runs ONNX Runtime (onnxruntime-node, from npm) in the ONNX export tests; Debian's nodejs
 # and npm when no node is installed (a node from elsewhere is used as it is).
 if ! command -v node >/dev/null; then packages+=(nodejs npm); fi

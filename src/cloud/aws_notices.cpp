@@ -45,7 +45,8 @@ class AwsNotices final : public NoticeSource {
  private:
   HttpReply get_action() {
     if (token_.empty() || std::chrono::steady_clock::now() >= token_expires_) fetch_token();
-    last_ = HttpRequest{"GET", base_ + "/latest/meta-data/spot/instance-action", {"X-aws-ec2-metadata-token: " + token_}};
+    last_ = HttpRequest{"GET", base_ + "/latest/meta-data/spot/instance-action",
+                        {"X-aws-ec2-metadata-token: " + token_}};
     return send(last_);
   }
 

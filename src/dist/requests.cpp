@@ -24,6 +24,7 @@ std::uint32_t stop_key(StopReason reason, int signo) {
   switch (reason) {
     case StopReason::Signal: return kSignalKey + static_cast<std::uint32_t>(std::clamp(signo, 1, 191));
     case StopReason::Remote: return 3;
+    case StopReason::Preemption: return 4;
     case StopReason::Deadline: return 2;
     case StopReason::Api:
     case StopReason::None: break;
@@ -59,7 +60,10 @@ AgreedRequests decode_bits(std::uint32_t bits) {
       a.reason = StopReason::Signal;
       a.signo = static_cast<int>(key - kSignalKey);
     } else {
-      a.reason = key == 3 ? StopReason::Remote : key == 2 ? StopReason::Deadline : StopReason::Api;
+      a.reason = key == 4   ? StopReason::Preemption
+                 : key == 3 ? StopReason::Remote
+                 : key == 2 ? StopReason::Deadline
+                            : StopReason::Api;
     }
     return a;
   }

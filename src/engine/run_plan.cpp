@@ -17,7 +17,8 @@ const char* const kResumeOverridable[] = {
     "epochs",          "patience",     "time",          "deadline",       "save_interval",     "pause_release",
     "status_interval", "metrics_file", "workers",       "threads",        "device",            "keep_last",
     "dist_timeout",    "verbose",      "remote",        "remote_timeout", "tensorboard",       "signal_stop",
-    "signal_pause",    "signal_resume", "signal_checkpoint", "signal_suspend", "save_period"};
+    "signal_pause",    "signal_resume", "signal_checkpoint", "signal_suspend", "save_period",
+    "preemption",      "preemption_interval"};
 
 // Rank 0's part: finds, locks and opens; returns the checkpoint's path ("" for a fresh start).
 class LeaderResolver {
@@ -156,6 +157,7 @@ RunPlan resolve_run(TrainConfig cfg, RankGroup& ranks, const std::function<void(
   const fs::path checkpoint = ranks.leader() ? LeaderResolver(plan, say).resolve() : fs::path();
   plan.run_dir = ranks.broadcast_string(plan.run_dir.string());
   const fs::path shared = ranks.broadcast_string(checkpoint.string());
+  plan.resume_file = shared;
   if (!ranks.leader() && !shared.empty()) plan.resume_from = lc::CheckpointStore::load(shared);
   if (plan.resume_from) adopt_stored_config(plan);
   if (ranks.leader() && !plan.remote) LeaderResolver(plan, say).open_remote(/*fresh=*/false);  // the stored remote=

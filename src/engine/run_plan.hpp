@@ -24,6 +24,7 @@ struct RunPlan {
   std::optional<lifecycle::FolderLock> lock;  ///< rank 0: one writer per run folder
   std::unique_ptr<detail::RemoteRun> remote;  ///< rank 0 with remote=: the folder mirrored to a bucket
   std::optional<lifecycle::Checkpoint> resume_from;  ///< empty: a fresh start
+  std::filesystem::path resume_file;                 ///< resume_from's file
 };
 
 /// Rank 0 finds the run folder and the checkpoint (resume=false|true|FILE|FOLDER|s3://...), locks

@@ -100,12 +100,17 @@ void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
   const auto t0 = Clock::now();
   if (cfg.save && ranks.leader() && (saved_step != step() || completed || force)) {
     read_tally();  // the running losses it saves; a NaN/Inf since the last read is not saved
+    const auto snapshot_started = Clock::now();
     store->save_async(snapshot(completed));
+    safe_exit.snapshot_took(seconds_since(snapshot_started));
     saved_step = step();
     clock.last_save = Clock::now();
   }
   if (wait) store->wait();
   report_saved();
+  if (wait && preemption && store->last_saved()) {  // on disk: a notice's checkpoint is safe
+    preemption->saved(store->last_saved()->second.step, store->last_saved()->second.wall_time);
+  }
   result.timings.checkpoint_s += seconds_since(t0);
 }
 
@@ -114,7 +119,23 @@ void Trainer::Run::report_saved() {
   if (!saved || saved->first == result.last_checkpoint) return;
   result.last_checkpoint = saved->first;
   outputs.status->set_checkpoint(saved->first, saved->second.step, saved->second.wall_time);
+  safe_exit.write_took(store->last_write_seconds());
   if (cb.on_checkpoint) cb.on_checkpoint(saved->first);
+}
+
+// The time to a safe exit, measured and published (status.json's exit_cost, /metrics); a cloud's
+// notice acted on with it (preemption_run.hpp).
+void Trainer::Run::watch_safe_exit() {
+  safe_exit.polled();
+  if (plan.remote) safe_exit.upload_took(plan.remote->mirror()->status().last_checkpoint_seconds);
+  outputs.status->set_safe_exit(safe_exit.seconds());
+  if (preemption) preemption->poll(safe_exit.seconds(), eta_seconds(), *outputs.status);
+}
+
+double Trainer::Run::eta_seconds() const {
+  const std::int64_t done = step() - start_step;
+  if (done <= 0) return std::numeric_limits<double>::infinity();
+  return seconds_since(clock.started) / static_cast<double>(done) * static_cast<double>(cfg.epochs * nb - step());
 }
 
 }  // namespace yolotrain::engine

@@ -83,6 +83,7 @@ lc::PauseEnd Trainer::Run::pause() {
 bool Trainer::Run::poll() {
   if (clock.deadline && std::chrono::system_clock::now() >= *clock.deadline)
     token.request_stop(lc::StopReason::Deadline);
+  watch_safe_exit();
   const double since_save = std::chrono::duration<double>(Clock::now() - clock.last_save).count();
   const bool save_due = cfg.save_interval > 0 && since_save >= cfg.save_interval;
   if (save_due && ranks.active() && ranks.leader()) token.request_checkpoint();  // agreed below, like SIGHUP
@@ -104,7 +105,8 @@ bool Trainer::Run::poll() {
   }
   if (stop) {
     result.outcome = RunOutcome::Stopped;
-    result.reason = token.stop_description();
+    result.reason = token.stop_reason() == lc::StopReason::Preemption && preemption ? preemption->stop_reason()
+                                                                                    : token.stop_description();
     result.signal = token.stop_signal();
     outputs.status->note_request(result.reason + ": stop");
     return false;
@@ -320,13 +322,24 @@ void Trainer::Run::start() {
   result.run_dir = plan.run_dir;
   log.open(plan.run_dir / "train.log");
   control = std::make_unique<detail::ControlRun>(cfg, ranks, token);  // a port in use: exit 2 before any work
+  preemption = std::make_unique<detail::PreemptionRun>(cfg, ranks, token, [this](const std::string& line) {
+    if (ranks.leader()) return say(line);
+    std::cerr << "rank " << ranks.rank() << ": " << line << std::endl;  // a notice only this machine heard
+  });
   load_data();
   build();
   started_fresh = !plan.resume_from;
   if (plan.resume_from) restore();
+  start_step = step();
+  const std::optional<lc::CheckpointMeta> resumed =
+      plan.resume_from ? std::optional<lc::CheckpointMeta>(plan.resume_from->meta) : std::nullopt;
   plan.resume_from.reset();
   // After restore: results.csv and TensorBoard's stream continue at the resumed position.
   outputs = detail::open_run_outputs(ranks.leader(), plan.run_dir, cfg, step(), state.epoch, state.results_csv);
+  if (resumed) {  // the newest checkpoint until this process writes one (a stop at once names it)
+    result.last_checkpoint = plan.resume_file;
+    outputs.status->set_checkpoint(plan.resume_file, resumed->step, resumed->wall_time);
+  }
   cb = detail::with_run_outputs(outputs, log, cfg, cb);
   control->attach(*outputs.status, plan.run_dir.filename().string(), cb);
   if (plan.remote) plan.remote->report_to(*outputs.status);
@@ -413,6 +426,7 @@ void Trainer::Run::finish() {
   }
   finish_plots();
   finish_remote();
+  if (preemption) preemption->finish(result.outcome != RunOutcome::Completed);  // Azure: acknowledged once safe
   finish_control();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.

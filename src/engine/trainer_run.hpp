@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "mixed_precision.hpp"
 #include "multi_tensor.hpp"
 #include "optimizer.hpp"
+#include "preemption_run.hpp"
 #include "progress_line.hpp"
 #include "rank_group.hpp"
 #include "remote_run.hpp"
@@ -31,6 +33,7 @@
 #include "run_outputs.hpp"
 #include "run_folder.hpp"
 #include "run_plan.hpp"
+#include "safe_exit.hpp"
 #include "step_tally.hpp"
 #include "tasks/task.hpp"
 #include "train_state.hpp"
@@ -115,6 +118,8 @@ struct Trainer::Run {
   detail::RunLog& log;  // the terminal and train.log (rank 0 speaks for the group)
   detail::RunOutputs outputs;  // rank 0's files; the other ranks' write nothing
   std::unique_ptr<detail::ControlRun> control;  // control= and metrics_push=
+  std::unique_ptr<detail::PreemptionRun> preemption;  // preemption=: the cloud's notices
+  detail::SafeExitClock safe_exit;  // the time from a stop request to a safe exit, measured
   RunData data;
   std::int64_t nb = 1;  // batches per epoch
   // The model and what trains it.
@@ -134,6 +139,7 @@ struct Trainer::Run {
   std::int64_t losses_step = 0;  // the steps done when state.loss_means was last read (or restored)
   std::unique_ptr<lc::CheckpointStore> store;
   std::int64_t saved_step = -1;
+  std::int64_t start_step = 0;  // where this process began (0, or the resumed step)
   std::optional<EpochMetrics> last_metrics;
   std::optional<lc::Checkpoint> start_snapshot;  // where this process began: a roll-back's last resort
   int recovery_attempts = 0;  // roll-backs since the last clean epoch
@@ -170,6 +176,8 @@ struct Trainer::Run {
   void schedule(std::int64_t ni);
   void optimizer_step();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
+  void watch_safe_exit();  // each poll: the time to a safe exit published; a cloud's notice acted on
+  double eta_seconds() const;  // the training time left, from this process's pace (infinity before a step)
   lc::PauseEnd pause();
   bool share_epoch_end(EpochMetrics& m, bool validated);
   double elapsed() const;

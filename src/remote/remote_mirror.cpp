@@ -87,12 +87,17 @@ void mirror_checkpoints(lifecycle::CheckpointStore& store, std::shared_ptr<Remot
 void RemoteMirror::enqueue(Job job) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    // A newer rotating checkpoint supersedes a waiting one; a file a waiting upload of itself.
+    // A newer rotating checkpoint supersedes a waiting one; a file a waiting upload of itself. A
+    // checkpoint goes first in line: it is what a kill (a reclaimed machine) would cost.
     const bool rotating = job.step >= 0;
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
                                 [&](const Job& q) { return rotating ? q.step >= 0 : q.name == job.name; }),
                  queue_.end());
-    queue_.push_back(std::move(job));
+    if (rotating) {
+      queue_.push_front(std::move(job));
+    } else {
+      queue_.push_back(std::move(job));
+    }
     status_.pending = queue_.size() + (in_flight_ ? 1 : 0);
   }
   cv_.notify_all();
@@ -149,7 +154,9 @@ void RemoteMirror::worker_loop() {
       status_.last_uploaded = job.name;
       status_.last_uploaded_time = seconds_since_unix_epoch();
       if (job.step >= 0) status_.last_uploaded_step = std::max(status_.last_uploaded_step, job.step);
-      status_.seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+      status_.seconds += took;
+      if (job.step >= 0) status_.last_checkpoint_seconds = took;
     } else {
       status_.last_error = error;
       const bool superseded = std::any_of(queue_.begin(), queue_.end(), [&](const Job& q) {

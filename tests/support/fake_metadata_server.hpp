@@ -139,7 +139,9 @@ class FakeMetadataServer {
   }
 
   Reply azure(MHD_Connection* c, const std::string& method, const std::string& path, const std::string& body) {
-    if (header(c, "Metadata") != "true") return {400, R"({"error":"Bad request. Required metadata header not specified"})", {}};
+    if (header(c, "Metadata") != "true") {
+      return {400, R"({"error":"Bad request. Required metadata header not specified"})", {}};
+    }
     if (path == "/metadata/instance/compute/name" && query(c, "format") == "text") return {200, azure_vm_, {}};
     if (path != "/metadata/scheduledevents" || query(c, "api-version").empty()) return {};
     if (method == "POST") {

@@ -107,6 +107,8 @@ struct TrainConfig {
   std::string metrics_push = "";        ///< "" | http://HOST:PORT of a Prometheus Pushgateway
   double metrics_push_interval = 30;    ///< seconds between pushes (and one at each epoch end)
   std::string metrics_push_job = "yolotrain";  ///< the pushed group's job label (instance: the run's name)
+  std::string preemption = "off";    ///< off | auto | aws | gcp | azure: the cloud's reclaim notices read (engine.md)
+  double preemption_interval = 5;    ///< seconds between two reads of the metadata server
   std::string deadline = "";         ///< "" | duration (90m, 2h30m, 3600s) | clock time HH:MM | YYYY-MM-DDTHH:MM[:SS]
   std::int64_t threads = 0;          ///< intra-op threads; 0: one per core (per rank: cores / ranks per machine)
   double dist_timeout = 1800;        ///< seconds a collective may wait for the other ranks

@@ -38,8 +38,9 @@ struct RemoteFinish {
 
 /// A local folder mirrored to `s3://bucket/prefix`: a file `root/a/b` becomes the object
 /// `prefix/a/b`. Uploads run on a thread of their own; handing a file over never blocks.
-/// - upload_checkpoint(): a rotating checkpoint; it supersedes one still waiting, and once it is
-///   confirmed the bucket keeps the newest keep_last of its series (older ones deleted only then).
+/// - upload_checkpoint(): a rotating checkpoint, first in line; it supersedes one still waiting, and
+///   once it is confirmed the bucket keeps the newest keep_last of its series (older ones deleted
+///   only then).
 /// - upload_file(): any other file (best.ytckpt, results.csv...); it supersedes a waiting upload
 ///   of the same name. Files are read when their upload starts (a file gone by then was
 ///   superseded locally); `.ytckpt` files are verified first (checksums) and never uploaded torn.

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -272,10 +273,12 @@ fs::path CheckpointStore::write_rotating(Checkpoint checkpoint) {
   std::snprintf(digits, sizeof(digits), "%012lld", static_cast<long long>(checkpoint.meta.step));
   const fs::path path = options_.dir / (options_.prefix + "-" + digits + kExtension);
   const std::int64_t step = checkpoint.meta.step;
+  const auto t0 = std::chrono::steady_clock::now();
   write(checkpoint, path);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     last_saved_ = {path, std::move(checkpoint.meta)};
+    last_write_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   rotate();
   if (auto hook = written_hook()) hook(path, step);
@@ -422,6 +425,11 @@ LoadResult CheckpointStore::load_latest() const {
     }
   }
   return result;
+}
+
+double CheckpointStore::last_write_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_write_s_;
 }
 
 std::optional<std::pair<fs::path, CheckpointMeta>> CheckpointStore::last_saved() const {

@@ -17,6 +17,7 @@ const char* to_string(StopReason reason) noexcept {
     case StopReason::Deadline: return "deadline";
     case StopReason::Api: return "api";
     case StopReason::Remote: return "remote";
+    case StopReason::Preemption: return "preemption";
   }
   return "unknown";
 }

@@ -144,7 +144,7 @@ CudaGuard::~CudaGuard() {
   try {
     if (options_.on_release) {
       options_.on_release(report);
-    } else {
+    } else if (report.before.cuda) {  // nothing held, nothing said
       std::cerr << report.message << "\n";
     }
   } catch (...) {

@@ -88,6 +88,30 @@ std::string prometheus_text(const nlohmann::ordered_json& j, const std::string& 
     w.gauge("yolotrain_remote_retries", "transient upload failures retried so far", r.value("retries", 0.0));
     w.gauge("yolotrain_remote_error", "1 when the last upload attempt failed", !r["last_error"].is_null());
   }
+  if (j.contains("exit_cost") && j["exit_cost"].is_object()) {
+    const auto& c = j["exit_cost"];
+    if (c["safe_exit_seconds"].is_number()) {
+      w.gauge("yolotrain_safe_exit_seconds", "measured time from a stop request to a safe exit (checkpoint written)",
+              c["safe_exit_seconds"].get<double>());
+    }
+    w.gauge("yolotrain_checkpoint_age_seconds",
+            "seconds of training a kill now would lose (since the newest checkpoint)",
+            c.value("checkpoint_age_seconds", 0.0));
+    w.gauge("yolotrain_steps_at_risk", "steps a kill now would lose (done since the newest checkpoint)",
+            c.value("steps_at_risk", 0.0));
+  }
+  if (j.contains("notice") && j["notice"].is_object()) {
+    const auto& n = j["notice"];
+    const std::string labels = ",source=\"" + label_value(n.value("source", "")) + "\",kind=\"" +
+                               label_value(n.value("kind", "")) + "\"";
+    w.gauge("yolotrain_notice_deadline_timestamp_seconds", "Unix time the machine is taken back (a cloud's notice)",
+            n.value("deadline", 0.0), labels);
+    if (n["planned_stop"].is_number()) {
+      w.gauge("yolotrain_notice_planned_stop_timestamp_seconds",
+              "Unix time the run stops with a checkpoint before the notice's deadline",
+              n["planned_stop"].get<double>());
+    }
+  }
   w.gauge("yolotrain_failed", "1 when the run failed with an error", j.contains("error") && !j["error"].is_null());
   return w.text;
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -104,6 +105,17 @@ void RunStatus::set_remote(const RemoteUploadStatus& remote) {
   write_locked();
 }
 
+void RunStatus::set_notice(const NoticeStatus& notice) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  notice_ = notice;
+  write_locked();
+}
+
+void RunStatus::set_safe_exit(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  safe_exit_s_ = seconds;
+}
+
 void RunStatus::set_textfile(const std::filesystem::path& path, const std::string& run) {
   std::lock_guard<std::mutex> lock(mutex_);
   textfile_ = path;
@@ -187,7 +199,22 @@ std::string RunStatus::json_locked() const {
         {"retries", r.retries},
         {"last_error", r.last_error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.last_error)},
         {"bytes", r.bytes},
-        {"seconds", r.seconds}};
+        {"seconds", r.seconds},
+        {"last_checkpoint_seconds", r.last_checkpoint_seconds}};
+  }
+  // What a kill now would cost: the work since the newest checkpoint (since the start without one).
+  const double now = j["updated"].get<double>();
+  j["exit_cost"] = {
+      {"safe_exit_seconds", safe_exit_s_ ? nlohmann::ordered_json(*safe_exit_s_) : nlohmann::ordered_json(nullptr)},
+      {"checkpoint_age_seconds", std::max(0.0, now - (checkpoint_path_ ? checkpoint_time_ : started_))},
+      {"steps_at_risk", std::max<std::int64_t>(0, step_ - (checkpoint_path_ ? checkpoint_step_ : 0))}};
+  if (notice_) {
+    const auto& n = *notice_;
+    const auto planned = n.planned_stop > 0 ? nlohmann::ordered_json(n.planned_stop) : nlohmann::ordered_json(nullptr);
+    j["notice"] = {{"source", n.source},     {"event", n.event},       {"kind", n.kind},
+                   {"seen", n.seen},         {"deadline", n.deadline}, {"planned_stop", planned}};
+  } else {
+    j["notice"] = nullptr;
   }
   return j.dump(2) + "\n";
 }

@@ -35,7 +35,7 @@ void write_dmi(const std::filesystem::path& dir, const std::map<std::string, std
 
 }  // namespace
 
-TEST_CASE("AWS: no notice is a 404; a spot interruption notice gives its action and time", "[cloud]") {
+TEST_CASE("AWS: no notice is a 404, a spot interruption notice gives its action and time", "[cloud]") {
   yt::FakeMetadataServer meta;
   yt::ScopedEnv env({{"AWS_EC2_METADATA_SERVICE_ENDPOINT", meta.url()}, {"AWS_EC2_METADATA_DISABLED", std::nullopt}});
   auto aws = cloud::make_notice_source(cloud::Cloud::Aws);
@@ -54,7 +54,8 @@ TEST_CASE("AWS: no notice is a 404; a spot interruption notice gives its action 
 }
 
 TEST_CASE("AWS: AWS_EC2_METADATA_DISABLED=true refuses the source and says what to do", "[cloud]") {
-  yt::ScopedEnv env({{"AWS_EC2_METADATA_DISABLED", "true"}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9"}});
+  yt::ScopedEnv env(
+      {{"AWS_EC2_METADATA_DISABLED", "true"}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9"}});
   try {
     cloud::make_notice_source(cloud::Cloud::Aws);
     FAIL("no error");
@@ -64,7 +65,7 @@ TEST_CASE("AWS: AWS_EC2_METADATA_DISABLED=true refuses the source and says what 
   }
 }
 
-TEST_CASE("GCE: preempted TRUE gives 30 s from when it was first read; maintenance uses its window", "[cloud]") {
+TEST_CASE("GCE: preempted TRUE gives 30 s from when it was first read, maintenance uses its window", "[cloud]") {
   yt::FakeMetadataServer meta;
   yt::ScopedEnv env({{"GCE_METADATA_HOST", meta.host()}});
   auto gcp = cloud::make_notice_source(cloud::Cloud::Gcp);
@@ -95,7 +96,7 @@ TEST_CASE("GCE: preempted TRUE gives 30 s from when it was first read; maintenan
   for (const auto& r : meta.requests()) CHECK(r.rfind("GET /computeMetadata/v1/instance/", 0) == 0);
 }
 
-TEST_CASE("Azure: this VM's Preempt event with its NotBefore; other VMs' and Freeze events are none", "[cloud]") {
+TEST_CASE("Azure: this VM's Preempt event with its NotBefore, other VMs' and Freeze events are none", "[cloud]") {
   yt::FakeMetadataServer meta;
   yt::ScopedEnv env({{"YOLOTRAIN_AZURE_IMDS_ENDPOINT", meta.url()}});
   auto azure = cloud::make_notice_source(cloud::Cloud::Azure);
@@ -106,7 +107,8 @@ TEST_CASE("Azure: this VM's Preempt event with its NotBefore; other VMs' and Fre
                           {"NotBefore", "Sun, 06 Dec 2026 17:00:30 GMT"}, {"Description", ""},
                           {"EventSource", "Platform"}, {"DurationInSeconds", -1}};
   };
-  meta.set_azure_events(nlohmann::json::array({event("F-1", "Freeze", "yolo-vm"), event("P-2", "Preempt", "other-vm")}));
+  meta.set_azure_events(
+      nlohmann::json::array({event("F-1", "Freeze", "yolo-vm"), event("P-2", "Preempt", "other-vm")}));
   CHECK_FALSE(azure->poll());
   meta.set_azure_events(nlohmann::json::array({event("P-3", "Preempt", "yolo-vm")}));
   const auto n = azure->poll();
@@ -177,7 +179,8 @@ TEST_CASE("the watcher calls on_notice once per notice and says an unreachable s
   CHECK(problems.empty());
 
   const int port = yt::free_port();
-  cloud::NoticeWatcher lost(cloud::make_notice_source(cloud::Cloud::Aws, "http://127.0.0.1:" + std::to_string(port)), o);
+  const std::string nowhere = "http://127.0.0.1:" + std::to_string(port);
+  cloud::NoticeWatcher lost(cloud::make_notice_source(cloud::Cloud::Aws, nowhere), o);
   REQUIRE(yt::wait_until([&] { return lost.polls() >= 4; }, 20s));
   lost.stop();
   std::lock_guard<std::mutex> lock(m);

@@ -39,19 +39,23 @@ TEST_CASE("requests: a stop on any rank wins over pauses and checkpoints", "[dis
 }
 
 TEST_CASE("requests: every rank agrees on one stop reason", "[dist]") {
-  ControlToken sigint, sigterm, deadline, api, forced, remote;
+  ControlToken sigint, sigterm, deadline, api, forced, remote, preemption;
   sigint.request_stop(StopReason::Signal, SIGINT);
   sigterm.request_stop(StopReason::Signal, SIGTERM);
   deadline.request_stop(StopReason::Deadline);
   api.request_stop(StopReason::Api);
   forced.request_stop(StopReason::Api, 0, true);
   remote.request_stop(StopReason::Remote);
+  preemption.request_stop(StopReason::Preemption);
   CHECK(decode_bits(max_of({lifecycle_bits(sigint), lifecycle_bits(sigterm)})).signo == SIGTERM);
   CHECK(decode_bits(max_of({lifecycle_bits(deadline), lifecycle_bits(sigint)})).signo == SIGINT);
   CHECK(decode_bits(max_of({lifecycle_bits(deadline), lifecycle_bits(api)})).reason == StopReason::Deadline);
   CHECK(decode_bits(lifecycle_bits(api)).reason == StopReason::Api);
   CHECK(decode_bits(max_of({lifecycle_bits(deadline), lifecycle_bits(remote)})).reason == StopReason::Remote);
   CHECK(decode_bits(max_of({lifecycle_bits(remote), lifecycle_bits(sigint)})).signo == SIGINT);
+  // A cloud's notice on one host stops every rank, for that reason (exit 75), unless a signal came too.
+  CHECK(decode_bits(max_of({lifecycle_bits(remote), lifecycle_bits(preemption)})).reason == StopReason::Preemption);
+  CHECK(decode_bits(max_of({lifecycle_bits(preemption), lifecycle_bits(sigterm)})).signo == SIGTERM);
   const auto f = decode_bits(max_of({lifecycle_bits(forced), lifecycle_bits(sigterm)}));
   CHECK(f.force);
   CHECK(f.reason == StopReason::Api);  // the force bit ranks above the reason

@@ -117,6 +117,9 @@ class CheckpointStore {
   /// The last successful rotating save (the one a resume starts from): path and metadata.
   /// Pinned saves (best) do not change it.
   std::optional<std::pair<std::filesystem::path, CheckpointMeta>> last_saved() const;
+  /// How long the last successful rotating save took to encode, write, fsync and rename (seconds;
+  /// 0 before the first): part of a run's time to a safe exit.
+  double last_write_seconds() const;
   /// The text of the last failed write, if any (kept after it was rethrown).
   std::optional<std::string> last_error() const;
   const CheckpointStoreOptions& options() const { return options_; }
@@ -150,6 +153,7 @@ class CheckpointStore {
   std::exception_ptr pending_error_;
   std::optional<std::string> last_error_;
   std::optional<std::pair<std::filesystem::path, CheckpointMeta>> last_saved_;
+  double last_write_s_ = 0;
   WrittenHook on_written_;
   std::thread writer_;
 };

@@ -17,9 +17,10 @@ enum class StopReason : int {
   Deadline = 2,  ///< a deadline passed
   Api = 3,       ///< the host program asked (another thread, a callback)
   Remote = 4,    ///< a request over the network (POST /v1/stop to a yolotrain::endpoint::ControlServer)
+  Preemption = 5,  ///< the machine is about to be taken back (a cloud's notice: yolotrain::cloud)
 };
 
-/// "none", "signal", "deadline", "api" or "remote".
+/// "none", "signal", "deadline", "api", "remote" or "preemption".
 const char* to_string(StopReason reason) noexcept;
 
 /// The shared request state of one run: stop (with a reason), pause, resume, checkpoint-now and a

@@ -48,14 +48,15 @@ struct CudaGuardReport {
 
 /// Options of a CudaGuard.
 struct CudaGuardOptions {
-  /// Receives the report when the guard ends; the default prints report.message on stderr.
+  /// Receives the report when the guard ends; the default prints report.message on stderr when
+  /// the process held GPU memory (and says nothing otherwise).
   std::function<void(const CudaGuardReport&)> on_release;
 };
 
 /// RAII around a run that may use the GPU: its destructor — on normal return, on a stop, or
 /// while an exception unwinds — synchronises the device, empties the caching allocator and
-/// reports the bytes held before and after. It never throws. Without CUDA it is a no-op that
-/// says so.
+/// reports the bytes held before and after. It never throws. Without CUDA (or a GPU this process
+/// used) it releases nothing and, by default, says nothing.
 class CudaGuard {
  public:
   explicit CudaGuard(CudaGuardOptions options = {});

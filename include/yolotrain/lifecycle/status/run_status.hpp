@@ -31,6 +31,18 @@ struct RemoteUploadStatus {
   std::string last_error;               ///< "" when the last attempt succeeded
   std::uint64_t bytes = 0;              ///< bytes uploaded
   double seconds = 0;                   ///< time spent uploading them
+  double last_checkpoint_seconds = 0;   ///< how long the newest rotating checkpoint's upload took
+};
+
+/// A notice that the machine will be taken back (status.json's "notice"; the trainer's preemption=
+/// reads them with yolotrain::cloud). Times are Unix seconds.
+struct NoticeStatus {
+  std::string source;       ///< who gave it: "aws", "gcp", "azure"
+  std::string event;        ///< in its words: "spot/instance-action terminate", "Preempt"
+  std::string kind;         ///< "reclaim" or "maintenance"
+  double seen = 0;          ///< when the run first read it
+  double deadline = 0;      ///< when the machine goes
+  double planned_stop = 0;  ///< when the run stops with a checkpoint (0: none planned: it finishes first)
 };
 
 /// Keeps `status.json` (or any path) up to date: rewritten atomically on every state change,
@@ -67,6 +79,15 @@ class RunStatus {
   void set_textfile(const std::filesystem::path& path, const std::string& run = "");
   /// Records the state of the run's remote mirror and writes now.
   void set_remote(const RemoteUploadStatus& remote);
+  /// Records a notice that the machine will be taken back (or a change of its planned stop) and
+  /// writes now.
+  void set_notice(const NoticeStatus& notice);
+  /// Records the measured time from a stop request to a safe exit (the step in flight, a snapshot,
+  /// its write, fsync and rename, the upload: the program's measurement). With the newest
+  /// checkpoint's age and the steps done since it, status.json's "exit_cost" — what a kill now
+  /// would lose and how much warning a graceful stop needs — and /metrics'
+  /// yolotrain_safe_exit_seconds, yolotrain_checkpoint_age_seconds, yolotrain_steps_at_risk.
+  void set_safe_exit(double seconds);
   /// Labels the Prometheus figures run="<run>" (set_textfile's label; default: the folder holding
   /// the status file, "" without one).
   void set_run_label(const std::string& run);
@@ -109,6 +130,8 @@ class RunStatus {
   std::vector<std::pair<double, std::string>> requests_;
   std::optional<std::string> error_;
   std::optional<RemoteUploadStatus> remote_;
+  std::optional<NoticeStatus> notice_;
+  std::optional<double> safe_exit_s_;
   std::optional<std::string> write_error_;
 };
 

@@ -1,0 +1,246 @@
+// preemption= drills: a fake AWS / GCE / Azure metadata server on 127.0.0.1 announces a reclaim
+// while yolo_train trains; the run checkpoints at once, trains on while it is safe, stops with a
+// checkpoint (exit 75) before the deadline, and is SIGKILLed at the deadline if it has not; the
+// resumed run ends with the weights of an uninterrupted one. A notice with too little time still
+// leaves the newest possible checkpoint; preemption=auto outside a known cloud connects nowhere.
+#include <ATen/ATen.h>
+
+#include "catch.hpp"
+
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include "fake_metadata_server.hpp"
+#include "test_support.hpp"
+#include "train_runs.hpp"
+
+namespace fs = std::filesystem;
+namespace yt = yolotrain::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::system_clock;
+
+namespace {
+
+// Long enough that a notice at step 4 comes well before its end: 30 epochs of 4 steps (~10 s here).
+std::vector<std::string> drill_args(const fs::path& project, std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), {"epochs=30", "plots=false", "preemption_interval=0.2"});
+  return yt::train_args(project, extra);
+}
+
+const std::string& drill_baseline() {
+  static yt::TempDir dir;
+  static const std::string weights = [] {
+    const yt::Finished f = yt::run_to_end(drill_args(dir.path()), dir / "out.txt");
+    INFO(f.output);
+    REQUIRE(f.code == 0);
+    return yt::exported_weights(dir / "run", dir / "export.txt");
+  }();
+  return weights;
+}
+
+std::string rfc3339(Clock::time_point t) {
+  const std::time_t s = Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char out[32];
+  std::strftime(out, sizeof(out), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return out;
+}
+
+std::string rfc1123(Clock::time_point t) {
+  const std::time_t s = Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char out[40];
+  std::strftime(out, sizeof(out), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return out;
+}
+
+// The cloud's notice, `lead` from now (whole seconds: the clouds' times have no fraction), on `meta`.
+Clock::time_point announce(yt::FakeMetadataServer& meta, const std::string& cloud, std::chrono::seconds lead) {
+  const Clock::time_point deadline = std::chrono::time_point_cast<std::chrono::seconds>(Clock::now()) + lead;
+  if (cloud == "aws") meta.set_aws_notice("terminate", rfc3339(deadline));
+  // GCE's preemption is 30 s from when it is read (the unit tests hold that): longer than these runs
+  // last, so its drill is the GPU host's maintenance, whose window start the server gives.
+  if (cloud == "gcp") meta.set_gcp_maintenance("TERMINATE_ON_HOST_MAINTENANCE", rfc3339(deadline));
+  if (cloud == "azure") {
+    meta.set_azure_events(nlohmann::json::array(
+        {{{"EventId", "602d9444-d2cd-49c7-8624-8643e7171297"}, {"EventType", "Preempt"},
+          {"ResourceType", "VirtualMachine"}, {"Resources", {"yolo-vm"}}, {"EventStatus", "Scheduled"},
+          {"NotBefore", rfc1123(deadline)}, {"Description", ""}, {"EventSource", "Platform"},
+          {"DurationInSeconds", -1}}}));
+  }
+  return deadline;
+}
+
+// The environment pointing `cloud`'s tools at the fake server.
+std::map<std::string, std::optional<std::string>> pointed_at(const yt::FakeMetadataServer& meta) {
+  return {{"AWS_EC2_METADATA_SERVICE_ENDPOINT", meta.url()},
+          {"AWS_EC2_METADATA_DISABLED", std::nullopt},
+          {"GCE_METADATA_HOST", meta.host()},
+          {"YOLOTRAIN_AZURE_IMDS_ENDPOINT", meta.url()}};
+}
+
+// "written 1.3 s after the notice" -> 1.3.
+double seconds_after(const std::string& log, const std::string& what) {
+  std::smatch m;
+  if (!std::regex_search(log, m, std::regex(what + " ([0-9.]+) s after the notice"))) return -1;
+  return std::stod(m[1].str());
+}
+
+}  // namespace
+
+TEST_CASE("preemption drills: each cloud's notice checkpoints at once, stops before the deadline (75), "
+          "and the resumed run ends as an uninterrupted one",
+          "[integration][preemption]") {
+  const std::string& expected = drill_baseline();
+  for (const std::string cloud : {"aws", "azure", "gcp"}) {
+    DYNAMIC_SECTION(cloud) {
+      yt::TempDir tmp;
+      const fs::path dir = tmp / "run";
+      yt::FakeMetadataServer meta;
+      yt::ScopedEnv env(pointed_at(meta));
+      yt::Child child = yt::spawn(drill_args(tmp.path(), {"preemption=" + cloud}), tmp / "out.txt");
+      REQUIRE(yt::wait_for_step(dir, 4));
+      const auto deadline = announce(meta, cloud, 5s);  // a stop planned about 2.3 s after it
+      // The drill: whatever has not exited at the deadline is SIGKILLed, as the cloud would.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto code = yt::wait_exit(child, std::max(left, 0ms));
+      const std::string out = yt::slurp(tmp / "out.txt");
+      INFO(out);
+      {
+        CHECK(code == 75);
+        CHECK_THAT(out, Catch::Contains("then stops with a checkpoint (exit 75: resume it)"));
+        CHECK_THAT(out, Catch::Contains("stopped (preemption: " + cloud));
+        const auto status = yt::status_of(dir);
+        CHECK(status["last_checkpoint"]["step"] == status["step"]);  // the stop's checkpoint holds the last step
+        CHECK(status["notice"]["source"] == cloud);
+        CHECK(status["notice"]["planned_stop"].get<double>() < status["notice"]["deadline"].get<double>());
+        std::cout << "preemption drill " << cloud << ": notice -> checkpoint "
+                  << seconds_after(out, "written") << " s, notice -> safe exit "
+                  << seconds_after(out, "safe to take") << " s" << std::endl;
+        // At once — unless the loop's poll that read it was an epoch's end, whose checkpoint it already had.
+        CHECK((seconds_after(out, "written") >= 0 || out.find("was written before the notice") != std::string::npos));
+        if (cloud == "azure") {  // told Azure once the checkpoint was safe
+          CHECK(meta.azure_acknowledged() == std::vector<std::string>{"602d9444-d2cd-49c7-8624-8643e7171297"});
+        }
+        meta.set_aws_notice("", "");  // the next machine has no notice (the same server here)
+        meta.set_gcp_maintenance("NONE");
+        meta.set_azure_events(nlohmann::json::array());
+        const yt::Finished resumed = yt::run_to_end(drill_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+        INFO(resumed.output);
+        CHECK(resumed.code == 0);
+      }
+      CHECK(yt::exported_weights(dir, tmp / "export.txt") == expected);
+    }
+  }
+}
+
+TEST_CASE("preemption: a notice with too little time stops at once with the newest checkpoint, and says its step",
+          "[integration][preemption]") {
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::FakeMetadataServer meta;
+  yt::ScopedEnv env(pointed_at(meta));
+  yt::Child child = yt::spawn(drill_args(tmp.path(), {"preemption=aws"}), tmp / "out.txt");
+  REQUIRE(yt::wait_for_step(dir, 3));
+  announce(meta, "aws", 1s);  // less than the 2 s margin alone
+  const auto code = yt::wait_exit(child, 120s);
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  CHECK(code == 75);
+  CHECK_THAT(out, Catch::Contains("too little time"));
+  const auto status = yt::status_of(dir);
+  const std::int64_t step = status["step"];
+  CHECK(status["last_checkpoint"]["step"] == step);
+  CHECK_THAT(out, Catch::Contains(", step " + std::to_string(step) + "; checkpoint "));  // the final line
+  CHECK(status["exit_cost"]["steps_at_risk"] == 0);
+}
+
+TEST_CASE("preemption=auto: a DMI folder naming no cloud connects nowhere; a cloud's connects only to its server",
+          "[integration][preemption]") {
+  const fs::path strace = "/usr/bin/strace";
+  if (!fs::exists(strace)) {
+    WARN("skipped: strace is not installed (scripts/install-deps.sh installs it)");
+    return;
+  }
+  yt::TempDir tmp;
+  fs::create_directories(tmp / "dmi-none");
+  std::ofstream(tmp / "dmi-none" / "sys_vendor") << "QEMU\n";
+  fs::create_directories(tmp / "dmi-aws");
+  std::ofstream(tmp / "dmi-aws" / "sys_vendor") << "Amazon EC2\n";
+  yt::FakeMetadataServer meta;
+  for (const std::string dmi : {"dmi-none", "dmi-aws"}) {
+    DYNAMIC_SECTION(dmi) {
+      auto vars = pointed_at(meta);
+      vars["YOLOTRAIN_DMI_DIR"] = (tmp / dmi).string();
+      yt::ScopedEnv env(vars);
+      std::vector<std::string> args = {strace.string(), "-f", "-qq", "-e", "trace=connect", "-o",
+                                       (tmp / (dmi + ".strace")).string()};
+      for (const auto& a : yt::train_args(tmp / dmi, {"epochs=1", "plots=false", "preemption=auto",
+                                                      "preemption_interval=0.1"})) {
+        args.push_back(a);
+      }
+      const yt::Finished f = yt::run_to_end(args, tmp / (dmi + ".txt"));
+      INFO(f.output);
+      REQUIRE(f.code == 0);
+      const std::string trace = yt::slurp(tmp / (dmi + ".strace"));
+      INFO(trace);
+      std::istringstream lines(trace);
+      int inet = 0, elsewhere = 0;
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find("AF_INET") == std::string::npos) continue;  // AF_UNIX (a log socket) and the like
+        ++inet;
+        if (line.find("inet_addr(\"127.0.0.1\")") == std::string::npos) ++elsewhere;
+      }
+      CHECK(elsewhere == 0);
+      if (dmi == "dmi-none") {
+        CHECK(inet == 0);
+        CHECK(meta.requests().empty());
+        CHECK_THAT(f.output, Catch::Contains("name no cloud yolotrain knows"));
+      } else {
+        CHECK(inet > 0);  // the token PUT and the polls, to the fake only
+        CHECK(meta.count("PUT /latest/api/token") >= 1);
+        CHECK_THAT(f.output, Catch::Contains("preemption: watching aws's notices at " + meta.url()));
+      }
+    }
+  }
+}
+
+namespace {
+
+// The process's state letter in /proc/PID/stat ('T': stopped), or 0 once it is gone.
+char process_state(pid_t pid) {
+  const std::string stat = yt::slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
+}  // namespace
+
+TEST_CASE("Slurm's suspend (SIGTSTP, SIGSTOP, later SIGCONT) leaves the run consistent, the pause reached or not",
+          "[integration][preemption]") {
+  for (const std::string when : {"after the pause", "before the pause"}) {
+    DYNAMIC_SECTION(when) {
+      yt::TempDir tmp;
+      const fs::path dir = tmp / "run";
+      yt::Child child = yt::spawn(yt::train_args(tmp.path()), tmp / "out.txt");
+      REQUIRE(yt::wait_for_step(dir, 2));
+      ::kill(child.pid, SIGTSTP);
+      if (when == "after the pause") {  // the run pauses (checkpoint, memory) and stops itself
+        REQUIRE(yt::wait_until([&] { return process_state(child.pid) == 'T'; }, 120s));
+        CHECK(yt::status_of(dir)["state"] == "paused");
+      }
+      ::kill(child.pid, SIGSTOP);  // Slurm's, two seconds after its SIGTSTP
+      REQUIRE(yt::wait_until([&] { return process_state(child.pid) == 'T'; }, 60s));
+      ::kill(child.pid, SIGCONT);  // the job is resumed
+      const auto code = yt::wait_exit(child, 300s);
+      INFO(yt::slurp(tmp / "out.txt"));
+      CHECK(code == 0);
+      CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::baseline());
+    }
+  }
+}
