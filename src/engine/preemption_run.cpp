@@ -92,8 +92,8 @@ void PreemptionRun::announce(const cloud::Notice& n, double safe_exit_s, double 
   std::string line = std::string("preemption: ") + cloud::to_string(n.cloud) + ": " + n.event + ": the machine " +
                      (reclaim ? "goes" : "goes down for maintenance") + " at " + clock_text(deadline) + ", in " +
                      seconds_text(deadline - now) + " (" + n.deadline_source + ")";
-  const std::string exit_text =
-      "a safe exit takes " + seconds_text(safe_exit_s) + " + " + seconds_text(preemption_margin(safe_exit_s)) + " margin";
+  const std::string exit_text = "a safe exit takes " + seconds_text(safe_exit_s) + " + " +
+                                 seconds_text(preemption_margin(safe_exit_s)) + " margin";
   if (planned_stop_ == 0) {
     line += "; the run finishes first (about " + seconds_text(eta_s) + " left): no stop planned";
   } else if (planned_stop_ <= now) {
@@ -124,8 +124,8 @@ void PreemptionRun::saved(std::int64_t step, double wall_time) {
 
 std::string PreemptionRun::stop_reason() const {
   if (!notice_) return "preemption";
-  return std::string("preemption: ") + cloud::to_string(notice_->cloud) + " " + notice_->event + ", the machine goes at " +
-         clock_text(unix_of(notice_->deadline));
+  return std::string("preemption: ") + cloud::to_string(notice_->cloud) + " " + notice_->event +
+         ", the machine goes at " + clock_text(unix_of(notice_->deadline));
 }
 
 void PreemptionRun::finish(bool stopped) {

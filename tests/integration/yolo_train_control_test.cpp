@@ -1,6 +1,7 @@
 // yolo_train driven over HTTP (control=): the same outcomes as the signals (exact resume), the
 // token kept out of every file, and real Prometheus servers: one scraping the endpoint, a
-// Pushgateway receiving metrics_push=, killed and restarted mid-run.
+// Pushgateway receiving metrics_push=, killed and restarted mid-run; Kubeflow Trainer's status
+// endpoint (a fake one checking the token and the payload) receiving the run's progress.
 #include <ATen/ATen.h>
 
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
@@ -8,9 +9,12 @@
 
 #include "catch.hpp"
 
+#include <map>
+#include <mutex>
 #include <regex>
 #include <thread>
 
+#include "fake_http_server.hpp"
 #include "http_client.hpp"
 #include "prometheus_servers.hpp"
 #include "test_support.hpp"
@@ -182,7 +186,7 @@ TEST_CASE("a control port in use, an open address without a token, a missing tok
   ::close(fd);
 }
 
-TEST_CASE("a real Prometheus scrapes the endpoint: the run's figures by name and its state",
+TEST_CASE("a real Prometheus scrapes the endpoint: the run's figures by name, its state and what a kill would cost",
           "[integration][control][prometheus]") {
   if (const auto why = yt::Prometheus::unavailable()) {
     WARN("skipped: " << *why);
@@ -205,6 +209,20 @@ TEST_CASE("a real Prometheus scrapes the endpoint: the run's figures by name and
   CHECK(got[0]["metric"]["job"] == "yolotrain");
   CHECK(yt::wait_until([&] { return !prometheus.query("yolotrain_state{state=\"paused\"} == 1").empty(); }, 60s));
   CHECK(prometheus.target_health() == "up");
+  // What a kill would cost, as scraped, is what status.json says: the time to a safe exit measured by
+  // the run, no step at risk after the pause's checkpoint, and that checkpoint's age at the scrape.
+  const auto status = yt::http_request(port, "GET", "/v1/status").json();
+  const double safe_exit = status["exit_cost"]["safe_exit_seconds"];
+  CHECK(safe_exit > 0);
+  nlohmann::json exit_s, age, at_risk;
+  REQUIRE(yt::wait_until([&] { return !(exit_s = prometheus.query("yolotrain_safe_exit_seconds")).empty(); }, 60s));
+  CHECK(std::stod(exit_s[0]["value"][1].get<std::string>()) == Approx(safe_exit).margin(1e-12));
+  REQUIRE(yt::wait_until([&] { return !(age = prometheus.query("yolotrain_checkpoint_age_seconds")).empty(); }, 60s));
+  const double scraped_at = age[0]["value"][0].get<double>(), checkpoint_time = status["last_checkpoint"]["time"];
+  CHECK(std::stod(age[0]["value"][1].get<std::string>()) == Approx(scraped_at - checkpoint_time).margin(1.5));
+  REQUIRE(yt::wait_until([&] { return !(at_risk = prometheus.query("yolotrain_steps_at_risk")).empty(); }, 60s));
+  CHECK(at_risk[0]["value"][1] == "0");
+  CHECK(status["exit_cost"]["steps_at_risk"] == 0);
   REQUIRE(yt::http_request(port, "POST", "/v1/resume").status != 0);
   CHECK(yt::wait_exit(child, 300s) == 0);
 }
@@ -249,4 +267,72 @@ TEST_CASE("a real Pushgateway gets the figures, killed and restarted mid-run, tr
   CHECK(code == 0);
   CHECK_THAT(out, Catch::Contains("yolotrain: metrics_push: " + gateway.url()));  // the failure, said
   CHECK(series_value(gateway.metrics(), "yolotrain_state", "state=\"completed\"") == 1.0);  // the final push
+}
+
+TEST_CASE("Kubeflow Trainer's status endpoint gets the progress, time left and figures with the pod's token",
+          "[integration][control][kubeflow]") {
+  yt::TempDir tmp;
+  const std::string path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/yolo/status";
+  const std::string token = "kf-token-" + std::to_string(::getpid());
+  std::mutex m;
+  std::vector<nlohmann::json> posts;
+  int refused = 0, invalid = 0;
+  // As kubeflow/trainer's pkg/statusserver: the bearer token checked, the payload validated (422).
+  yt::FakeHttpServer server([&](const yt::FakeRequest& r) {
+    std::lock_guard<std::mutex> lock(m);
+    if (r.method != "POST" || r.path != path) return yt::FakeReply{404, "{}"};
+    if (r.header("Authorization") != "Bearer " + token) {
+      ++refused;
+      return yt::FakeReply{403, R"({"kind":"Status","status":"Failure","reason":"Forbidden"})"};
+    }
+    const auto j = nlohmann::json::parse(r.body, nullptr, false);
+    const auto& s = j.is_object() ? j.value("trainerStatus", nlohmann::json()) : nlohmann::json();
+    bool ok = s.is_object() && s["progressPercentage"].is_number_integer() && s["progressPercentage"] >= 0 &&
+              s["progressPercentage"] <= 100 && s["lastUpdatedTime"].is_string();
+    for (const auto& metric : s.value("metrics", nlohmann::json::array())) {
+      ok = ok && metric["name"].is_string() && metric["value"].is_string() &&
+           metric["name"].get<std::string>().size() <= 64 && metric["value"].get<std::string>().size() <= 64;
+    }
+    if (!ok) {
+      ++invalid;
+      return yt::FakeReply{422, R"({"kind":"Status","status":"Failure","reason":"Invalid"})"};
+    }
+    posts.push_back(j);
+    return yt::FakeReply{200, r.body};
+  });
+  yolotrain::lifecycle::atomic_write(tmp / "token", token + "\n");
+  yt::ScopedEnv env({{"KUBEFLOW_TRAINER_SERVER_URL", server.url() + path},
+                     {"KUBEFLOW_TRAINER_SERVER_TOKEN", (tmp / "token").string()},
+                     {"KUBEFLOW_TRAINER_SERVER_CA_CERT", std::nullopt}});
+  const yt::Finished f = yt::run_to_end(train_args(tmp.path(), {"plots=false"}), tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  CHECK_THAT(f.output, Catch::Contains("kubeflow: reporting progress to " + server.url() + path));
+  {
+    std::lock_guard<std::mutex> lock(m);
+    CHECK(refused == 0);
+    CHECK(invalid == 0);
+    REQUIRE(posts.size() >= 2);  // at the start, at an epoch's end (5 s apart at least), at the end
+    CHECK(posts.front()["trainerStatus"]["progressPercentage"] < 100);
+    const auto& last = posts.back()["trainerStatus"];
+    CHECK(last["progressPercentage"] == 100);
+    CHECK(last["estimatedRemainingSeconds"] == 0);
+    std::map<std::string, std::string> figures;
+    for (const auto& metric : last["metrics"]) figures[metric["name"]] = metric["value"];
+    CHECK(figures.count("metrics/mAP50(B)") == 1);
+    CHECK(figures.count("train/box_loss") == 1);
+  }
+
+  // A token the server refuses: said once, and the run trains to its end all the same.
+  yolotrain::lifecycle::atomic_write(tmp / "token", "expired\n");
+  const yt::Finished refused_run =
+      yt::run_to_end(train_args(tmp.path(), {"plots=false", "name=run2"}), tmp / "out2.txt");
+  INFO(refused_run.output);
+  CHECK(refused_run.code == 0);
+  std::lock_guard<std::mutex> lock(m);
+  CHECK(refused > 0);
+  const std::string said = "kubeflow progress: " + server.url() + path + ": HTTP 403";
+  const auto first = refused_run.output.find(said);
+  CHECK(first != std::string::npos);
+  CHECK(refused_run.output.find(said, first + 1) == std::string::npos);
 }

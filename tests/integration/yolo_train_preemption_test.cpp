@@ -160,7 +160,7 @@ TEST_CASE("preemption: a notice with too little time stops at once with the newe
   CHECK(status["exit_cost"]["steps_at_risk"] == 0);
 }
 
-TEST_CASE("preemption=auto: a DMI folder naming no cloud connects nowhere; a cloud's connects only to its server",
+TEST_CASE("preemption=auto: a DMI folder naming no cloud connects nowhere, a cloud's connects only to its server",
           "[integration][preemption]") {
   const fs::path strace = "/usr/bin/strace";
   if (!fs::exists(strace)) {

@@ -134,3 +134,39 @@ TEST_CASE("the last progress time moves only when the step advances", "[lifecycl
   status.set_progress(2, 0);
   CHECK(read_status(dir / "status.json")["progressed"].get<double>() > first);
 }
+
+TEST_CASE("run status: what a kill would cost and a reclaim notice, in status.json and the Prometheus text",
+          "[lifecycle][status]") {
+  yolotrain::test::TempDir tmp;
+  lc::RunStatus status(tmp / "status.json", 0ms);
+  status.set_progress(10, 0);
+  json j = json::parse(status.json());
+  CHECK(j["exit_cost"]["steps_at_risk"] == 10);  // no checkpoint yet: everything since the start
+  CHECK(j["exit_cost"]["safe_exit_seconds"].is_null());
+  CHECK(j["notice"].is_null());
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  status.set_checkpoint(tmp / "ckpt-8.ytckpt", 8, now - 30);
+  status.set_safe_exit(1.25);
+  j = json::parse(status.json());
+  CHECK(j["exit_cost"]["steps_at_risk"] == 2);
+  CHECK(j["exit_cost"]["safe_exit_seconds"] == 1.25);
+  CHECK(j["exit_cost"]["checkpoint_age_seconds"].get<double>() == Approx(30).margin(2));
+  const std::string text = status.prometheus();
+  CHECK_THAT(text, Catch::Contains("yolotrain_safe_exit_seconds{run=\"" + tmp.path().string() + "\"} 1.25\n"));
+  CHECK_THAT(text, Catch::Contains("yolotrain_steps_at_risk{run=\"" + tmp.path().string() + "\"} 2\n"));
+  CHECK_THAT(text, Catch::Contains("# TYPE yolotrain_checkpoint_age_seconds gauge"));
+  CHECK(text.find("yolotrain_notice_deadline_timestamp_seconds") == std::string::npos);
+  status.set_notice({"aws", "spot/instance-action terminate", "reclaim", now, now + 120, now + 100});
+  j = json::parse(yolotrain::test::slurp(tmp / "status.json"));  // set_notice writes at once
+  CHECK(j["notice"]["source"] == "aws");
+  CHECK(j["notice"]["kind"] == "reclaim");
+  CHECK(j["notice"]["deadline"].get<double>() == now + 120);
+  CHECK(j["notice"]["planned_stop"].get<double>() == now + 100);
+  CHECK_THAT(status.prometheus(), Catch::Contains("yolotrain_notice_deadline_timestamp_seconds{run=\"" +
+                                                  tmp.path().string() + "\",source=\"aws\",kind=\"reclaim\"}"));
+  status.set_notice(
+      {"gcp", "instance/maintenance-event TERMINATE_ON_HOST_MAINTENANCE", "maintenance", now, now + 60, 0});
+  j = json::parse(status.json());
+  CHECK(j["notice"]["planned_stop"].is_null());  // the run finishes first
+  CHECK(status.prometheus().find("yolotrain_notice_planned_stop_timestamp_seconds") == std::string::npos);
+}
