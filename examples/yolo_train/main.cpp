@@ -1,6 +1,7 @@
 // yolo_train: trains YOLOv8 detectors with Ultralytics' argument names, inside yolotrain's
 // lifecycle core. Exit codes: 0 completed, 130/143 stopped by SIGINT/SIGTERM (checkpoint
-// written), 75 stopped to be resumed (deadline, pause_release=exit), 1 runtime error, 2 usage.
+// written), 75 stopped to be resumed (deadline, pause_release=exit, a cloud's preemption notice),
+// 1 runtime error, 2 usage.
 
 #include <unistd.h>
 
@@ -37,7 +38,7 @@ void print_help() {
       << "model=WEIGHTS when training fine-tunes from them.\n\n"
       << "Signals: SIGINT/SIGTERM stop with a checkpoint (exit 130/143), SIGUSR1 pause, SIGUSR2/SIGCONT\n"
       << "resume, SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes). Exit 75: stopped to be\n"
-      << "resumed (deadline, pause_release=exit); 1: runtime error; 2: bad arguments.\n\n"
+      << "resumed (deadline, pause_release=exit, preemption= notice); 1: runtime error; 2: bad arguments.\n\n"
       << "Arguments (key=value; cfg=file.yaml loads a file first):\n";
   for (const auto& a : TrainConfig::describe()) {
     std::printf("  %-18s %-16s %s\n", a.name.c_str(), ("[" + a.default_value + "]").c_str(), a.help.c_str());

@@ -74,6 +74,8 @@ void PreemptionRun::poll(double safe_exit_s, double eta_s, lifecycle::RunStatus&
   const auto n = watcher_->notice();
   if (n && (!notice_ || n->event != notice_->event || n->deadline != notice_->deadline || n->id != notice_->id)) {
     announce(*n, safe_exit_s, eta_s, status);
+  } else if (notice_) {
+    replan(safe_exit_s, eta_s, status);
   }
   if (!notice_ || planned_stop_ == 0 || unix_now() < planned_stop_) return;
   stop_requested_ = true;
@@ -84,7 +86,6 @@ void PreemptionRun::poll(double safe_exit_s, double eta_s, lifecycle::RunStatus&
 
 void PreemptionRun::announce(const cloud::Notice& n, double safe_exit_s, double eta_s,
                              lifecycle::RunStatus& status) {
-  const bool first = !notice_;
   notice_ = n;
   planned_stop_ = planned_stop(n, safe_exit_s, eta_s);
   const bool reclaim = n.kind == cloud::NoticeKind::Reclaim;
@@ -102,15 +103,40 @@ void PreemptionRun::announce(const cloud::Notice& n, double safe_exit_s, double 
     line += "; training goes on until " + clock_text(planned_stop_) + " (" + exit_text +
             "), then stops with a checkpoint (exit 75: resume it)";
   }
-  if (first && (reclaim || planned_stop_ != 0)) {
-    token_.request_checkpoint();
-    awaiting_checkpoint_ = true;
+  if (!checkpoint_asked_ && (reclaim || planned_stop_ != 0)) {
+    ask_checkpoint();
     line += "; a checkpoint now";
   }
   say_(line);
-  status.set_notice({cloud::to_string(n.cloud), n.event, reclaim ? "reclaim" : "maintenance", unix_of(n.seen),
-                     deadline, planned_stop_});
+  record(status);
   status.note_request(std::string("preemption notice: ") + cloud::to_string(n.cloud) + " " + n.event);
+}
+
+// The plan follows the measurements: the notice's own checkpoint may show a slower write than the
+// run had seen, a slower pace may mean the run no longer finishes first.
+void PreemptionRun::replan(double safe_exit_s, double eta_s, lifecycle::RunStatus& status) {
+  const double planned = planned_stop(*notice_, safe_exit_s, eta_s);
+  const bool changed_kind = (planned == 0) != (planned_stop_ == 0);
+  if (!changed_kind && std::abs(planned - planned_stop_) < 1.0) return;
+  planned_stop_ = planned;
+  if (changed_kind) {
+    say_(planned == 0 ? "preemption: the run now finishes first: no stop planned"
+                      : "preemption: the run would not finish first: it stops with a checkpoint at " +
+                            clock_text(planned) + " (" + seconds_text(safe_exit_s) + " to a safe exit)");
+  }
+  if (planned != 0 && !checkpoint_asked_) ask_checkpoint();
+  record(status);
+}
+
+void PreemptionRun::record(lifecycle::RunStatus& status) const {
+  const bool reclaim = notice_->kind == cloud::NoticeKind::Reclaim;
+  status.set_notice({cloud::to_string(notice_->cloud), notice_->event, reclaim ? "reclaim" : "maintenance",
+                     unix_of(notice_->seen), unix_of(notice_->deadline), planned_stop_});
+}
+
+void PreemptionRun::ask_checkpoint() {
+  token_.request_checkpoint();
+  awaiting_checkpoint_ = checkpoint_asked_ = true;
 }
 
 void PreemptionRun::saved(std::int64_t step, double wall_time) {

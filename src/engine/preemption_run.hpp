@@ -49,13 +49,16 @@ class PreemptionRun {
 
  private:
   void announce(const cloud::Notice& n, double safe_exit_s, double eta_s, lifecycle::RunStatus& status);
+  void replan(double safe_exit_s, double eta_s, lifecycle::RunStatus& status);
+  void ask_checkpoint();
+  void record(lifecycle::RunStatus& status) const;  // the notice and the plan into status.json
 
   lifecycle::ControlToken& token_;
   Say say_;
   std::unique_ptr<cloud::NoticeWatcher> watcher_;
   std::optional<cloud::Notice> notice_;  // the one announced
   double planned_stop_ = 0;              // Unix seconds; 0: none planned
-  bool stop_requested_ = false, awaiting_checkpoint_ = false;
+  bool stop_requested_ = false, awaiting_checkpoint_ = false, checkpoint_asked_ = false;
 };
 
 }  // namespace yolotrain::engine::detail

@@ -426,11 +426,11 @@ void Trainer::Run::finish() {
   }
   finish_plots();
   finish_remote();
-  if (preemption) preemption->finish(result.outcome != RunOutcome::Completed);  // Azure: acknowledged once safe
   finish_control();
   // No rank leaves before rank 0's checkpoint is written: torchrun SIGTERMs the others as soon as
   // one exits with a non-zero code.
   ranks.barrier();
+  if (preemption) preemption->finish(result.outcome != RunOutcome::Completed);  // Azure: acknowledged once safe
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(state.epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
   if (scaler.enabled()) {

@@ -244,3 +244,72 @@ TEST_CASE("Slurm's suspend (SIGTSTP, SIGSTOP, later SIGCONT) leaves the run cons
     }
   }
 }
+
+TEST_CASE("preemption under two ranks on two machines: one machine's notice stops both at one step (75)",
+          "[integration][preemption]") {
+  yt::TempDir tmp;
+  yt::FakeMetadataServer quiet, reclaimed;  // each machine's own metadata server
+  const std::string port = std::to_string(yt::free_port());
+  std::vector<yt::Child> ranks;
+  for (int r = 0; r < 2; ++r) {  // one rank per machine: each is LOCAL_RANK 0 and polls its own server
+    yt::ScopedEnv env({{"RANK", std::to_string(r)},
+                       {"LOCAL_RANK", "0"},
+                       {"WORLD_SIZE", "2"},
+                       {"LOCAL_WORLD_SIZE", "1"},
+                       {"MASTER_ADDR", "127.0.0.1"},
+                       {"MASTER_PORT", port},
+                       {"TORCHELASTIC_USE_AGENT_STORE", std::nullopt},
+                       {"TORCHELASTIC_RESTART_COUNT", std::nullopt},
+                       {"AWS_EC2_METADATA_SERVICE_ENDPOINT", (r == 0 ? quiet : reclaimed).url()},
+                       {"AWS_EC2_METADATA_DISABLED", std::nullopt}});
+    ranks.push_back(yt::spawn(drill_args(tmp.path(), {"preemption=aws", "dist_timeout=30"}),
+                              tmp / ("rank" + std::to_string(r) + ".txt")));
+  }
+  REQUIRE(yt::wait_for_step(tmp / "run", 4, 180s));
+  announce(reclaimed, "aws", 5s);  // machine 1 (rank 1) is taken back
+  std::vector<int> codes;
+  for (auto& r : ranks) codes.push_back(yt::wait_exit(r, 120s).value_or(-1));
+  const std::string rank0 = yt::slurp(tmp / "rank0.txt"), rank1 = yt::slurp(tmp / "rank1.txt");
+  INFO(rank0 << "\n----- rank 1 -----\n" << rank1);
+  CHECK(codes == std::vector<int>{75, 75});
+  CHECK_THAT(rank1, Catch::Contains("rank 1: preemption: aws: spot/instance-action terminate"));
+  CHECK(rank0.find("preemption: aws: spot") == std::string::npos);  // rank 0's machine had no notice
+  CHECK_THAT(rank0, Catch::Contains("stopped (preemption)"));       // and stopped for it
+  CHECK(quiet.count("GET /latest/meta-data/spot/instance-action") > 0);
+  const auto status = yt::status_of(tmp / "run");
+  CHECK(status["state"] == "stopped");
+  CHECK(status["last_checkpoint"]["step"] == status["step"]);  // one step, rank 0's checkpoint of it
+}
+
+// Not in the suite (hidden tag): the figures docs/engine.md quotes, yolov8n at 320 on coco128, a
+// 30 s notice (GCE's and Azure's): how long after the notice its checkpoint is written, and how long
+// after it the run has stopped with its checkpoint. Run it with
+//   build/tests/yolotrain_integration_tests "[.preemption320]" -s
+TEST_CASE("preemption drill at 320: notice -> checkpoint and notice -> safe exit, yolov8n on coco128",
+          "[.preemption320]") {
+  const fs::path coco128 = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "coco128" / "data.yaml";
+  if (!fs::exists(coco128)) {
+    WARN("skipped: " << coco128 << " is not here");
+    return;
+  }
+  yt::TempDir tmp;
+  yt::FakeMetadataServer meta;
+  yt::ScopedEnv env(pointed_at(meta));
+  yt::Child child = yt::spawn({YOLO_TRAIN_PATH, "model=yolov8n.yaml", "data=" + coco128.string(), "imgsz=320",
+                               "batch=16", "epochs=3", "workers=2", "device=cpu", "plots=false", "save_interval=0",
+                               "status_interval=0.01", "project=" + tmp.path().string(), "name=run",
+                               "preemption=aws"},
+                              tmp / "out.txt");
+  REQUIRE(yt::wait_for_step(tmp / "run", 2, 600s));
+  const auto deadline = announce(meta, "aws", 30s);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  const auto code = yt::wait_exit(child, std::max(left, 0ms));
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  CHECK(code == 75);
+  std::smatch m;
+  std::regex_search(out, m, std::regex("a safe exit takes ([0-9.]+) s"));
+  std::cout << "yolov8n 320 coco128 batch 16 (CPU): time to a safe exit " << m[1].str() << " s; notice -> checkpoint "
+            << seconds_after(out, "written") << " s; notice -> safe exit " << seconds_after(out, "safe to take")
+            << " s (deadline 30 s)" << std::endl;
+}
