@@ -296,7 +296,7 @@ TEST_CASE("preemption drill at 320: notice -> checkpoint and notice -> safe exit
   yt::FakeMetadataServer meta;
   yt::ScopedEnv env(pointed_at(meta));
   yt::Child child = yt::spawn({YOLO_TRAIN_PATH, "model=yolov8n.yaml", "data=" + coco128.string(), "imgsz=320",
-                               "batch=16", "epochs=3", "workers=2", "device=cpu", "plots=false", "save_interval=0",
+                               "batch=16", "epochs=10", "workers=2", "device=cpu", "plots=false", "save_interval=0",
                                "status_interval=0.01", "project=" + tmp.path().string(), "name=run",
                                "preemption=aws"},
                               tmp / "out.txt");
