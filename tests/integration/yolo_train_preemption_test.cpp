@@ -41,23 +41,18 @@ const std::string& drill_baseline() {
   return weights;
 }
 
-std::string rfc3339(Clock::time_point t) {
-  const std::time_t s = Clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char out[32];
-  std::strftime(out, sizeof(out), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return out;
-}
-
-std::string rfc1123(Clock::time_point t) {
+// `t` in UTC as strftime's `format` writes it: the clouds' "%Y-%m-%dT%H:%M:%SZ" (AWS, GCE) and
+// "%a, %d %b %Y %H:%M:%S GMT" (Azure).
+std::string utc(Clock::time_point t, const char* format) {
   const std::time_t s = Clock::to_time_t(t);
   std::tm tm{};
   gmtime_r(&s, &tm);
   char out[40];
-  std::strftime(out, sizeof(out), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  std::strftime(out, sizeof(out), format, &tm);
   return out;
 }
+std::string rfc3339(Clock::time_point t) { return utc(t, "%Y-%m-%dT%H:%M:%SZ"); }
+std::string rfc1123(Clock::time_point t) { return utc(t, "%a, %d %b %Y %H:%M:%S GMT"); }
 
 // The cloud's notice, `lead` from now (whole seconds: the clouds' times have no fraction), on `meta`.
 Clock::time_point announce(yt::FakeMetadataServer& meta, const std::string& cloud, std::chrono::seconds lead) {
