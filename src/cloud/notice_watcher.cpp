@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
+
 namespace yolotrain::cloud {
 
 struct NoticeWatcher::Impl {
@@ -52,6 +54,7 @@ struct NoticeWatcher::Impl {
   }
 
   void run() {
+    lifecycle::block_lifecycle_signals_in_this_thread();  // signals land on the host's threads
     std::unique_lock<std::mutex> lock(mutex);
     while (!stopping) {
       lock.unlock();

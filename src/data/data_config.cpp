@@ -67,6 +67,37 @@ std::vector<fs::path> split_entries(const fs::path& yaml, const fs::path& root, 
   return out;
 }
 
+// Ultralytics' message (data/dataset.py, verify_args) for a kpt_shape that is not [n > 0, 2 | 3].
+constexpr const char* kKptShapeHelp =
+    "'kpt_shape' must be a list [number of keypoints, number of dims (2 for x,y or 3 for x,y,visible)], "
+    "i.e. 'kpt_shape: [17, 3]'";
+
+std::array<int, 2> parse_kpt_shape(const fs::path& yaml, const YAML::Node& node) {
+  if (!node.IsSequence() || node.size() != 2) fail(yaml, kKptShapeHelp);
+  const std::array<int, 2> shape{node[0].as<int>(), node[1].as<int>()};
+  if (shape[0] <= 0 || (shape[1] != 2 && shape[1] != 3)) fail(yaml, kKptShapeHelp);
+  return shape;
+}
+
+// flip_idx: one index per keypoint, each keypoint once (a flip swaps pairs, it loses none).
+std::vector<int> parse_flip_idx(const fs::path& yaml, const YAML::Node& node, int keypoints) {
+  if (!node.IsSequence()) fail(yaml, "'flip_idx' must be a list of keypoint indices");
+  std::vector<int> idx;
+  for (const auto& n : node) idx.push_back(n.as<int>());
+  if (static_cast<int>(idx.size()) != keypoints) {
+    fail(yaml, "flip_idx has " + std::to_string(idx.size()) + " entries; its length must be equal to kpt_shape[0]=" +
+                   std::to_string(keypoints));
+  }
+  std::vector<int> sorted = idx;
+  std::sort(sorted.begin(), sorted.end());
+  for (int k = 0; k < keypoints; ++k) {
+    if (sorted[static_cast<std::size_t>(k)] != k) {
+      fail(yaml, "flip_idx must name every keypoint 0.." + std::to_string(keypoints - 1) + " once");
+    }
+  }
+  return idx;
+}
+
 std::vector<std::string> parse_names(const fs::path& yaml, const YAML::Node& node) {
   std::vector<std::string> names;
   if (node.IsSequence()) {
@@ -140,6 +171,11 @@ DataConfig load_data_yaml(const fs::path& yaml) {
     if (doc["nc"] && !doc["nc"].IsNull() && doc["nc"].as<int>() != cfg.nc())
       fail(yaml, "'nc: " + doc["nc"].as<std::string>() + "' does not match the " + std::to_string(cfg.nc()) +
                      " names; fix one of them");
+    if (doc["kpt_shape"] && !doc["kpt_shape"].IsNull()) cfg.kpt_shape = parse_kpt_shape(yaml, doc["kpt_shape"]);
+    if (doc["flip_idx"] && !doc["flip_idx"].IsNull()) {
+      if (!cfg.kpt_shape) fail(yaml, "'flip_idx' without 'kpt_shape': a pose dataset names both");
+      cfg.flip_idx = parse_flip_idx(yaml, doc["flip_idx"], (*cfg.kpt_shape)[0]);
+    }
   } catch (const YAML::Exception& e) {
     fail(yaml, "bad value at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

@@ -30,10 +30,11 @@ std::string clock_text(double unix_s) {
 }
 
 // When to stop (Unix seconds): the deadline less the time to a safe exit and the margin; 0 when the
-// run finishes before that.
-double planned_stop(const cloud::Notice& n, double safe_exit_s, double eta_s) {
+// run finishes before that — unless a stop is planned already (`planned`): a plan is never dropped
+// for a pace that picked up, so that it cannot flip back and forth.
+double planned_stop(const cloud::Notice& n, double safe_exit_s, double eta_s, bool planned = false) {
   const double stop_at = unix_of(n.deadline) - safe_exit_s - preemption_margin(safe_exit_s);
-  return unix_now() + eta_s < stop_at ? 0.0 : stop_at;
+  return !planned && unix_now() + eta_s < stop_at ? 0.0 : stop_at;
 }
 
 }  // namespace
@@ -87,7 +88,7 @@ void PreemptionRun::poll(double safe_exit_s, double eta_s, lifecycle::RunStatus&
 void PreemptionRun::announce(const cloud::Notice& n, double safe_exit_s, double eta_s,
                              lifecycle::RunStatus& status) {
   notice_ = n;
-  planned_stop_ = planned_stop(n, safe_exit_s, eta_s);
+  planned_stop_ = planned_stop(n, safe_exit_s, eta_s, planned_stop_ != 0);
   const bool reclaim = n.kind == cloud::NoticeKind::Reclaim;
   const double now = unix_now(), deadline = unix_of(n.deadline);
   std::string line = std::string("preemption: ") + cloud::to_string(n.cloud) + ": " + n.event + ": the machine " +
@@ -115,14 +116,13 @@ void PreemptionRun::announce(const cloud::Notice& n, double safe_exit_s, double 
 // The plan follows the measurements: the notice's own checkpoint may show a slower write than the
 // run had seen, a slower pace may mean the run no longer finishes first.
 void PreemptionRun::replan(double safe_exit_s, double eta_s, lifecycle::RunStatus& status) {
-  const double planned = planned_stop(*notice_, safe_exit_s, eta_s);
-  const bool changed_kind = (planned == 0) != (planned_stop_ == 0);
-  if (!changed_kind && std::abs(planned - planned_stop_) < 1.0) return;
+  const double planned = planned_stop(*notice_, safe_exit_s, eta_s, planned_stop_ != 0);
+  const bool newly_planned = planned != 0 && planned_stop_ == 0;
+  if (!newly_planned && std::abs(planned - planned_stop_) < 1.0) return;
   planned_stop_ = planned;
-  if (changed_kind) {
-    say_(planned == 0 ? "preemption: the run now finishes first: no stop planned"
-                      : "preemption: the run would not finish first: it stops with a checkpoint at " +
-                            clock_text(planned) + " (" + seconds_text(safe_exit_s) + " to a safe exit)");
+  if (newly_planned) {
+    say_("preemption: the run would not finish first: it stops with a checkpoint at " + clock_text(planned) + " (" +
+         seconds_text(safe_exit_s) + " to a safe exit)");
   }
   if (planned != 0 && !checkpoint_asked_) ask_checkpoint();
   record(status);

@@ -44,6 +44,7 @@ void Trainer::Run::load_data_yaml() {
   if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
   try {
     data.config = data::load_data_yaml(yaml);
+    require_known_labels(data.config, cfg.data);  // before any label is read
     data.train = data::load_split(data.config, "train");
     data.val = data::load_split(data.config, data.config.has("val") ? "val" : "train");
   } catch (const ConfigError&) {

@@ -1,6 +1,7 @@
 #include "validation.hpp"
 
 #include "run_folder.hpp"
+#include "tasks/task.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -284,6 +285,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   if (!fs::is_regular_file(yaml))
     throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);
+  require_known_labels(data_config, cfg.data);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   const std::int64_t nc = weights.nc;
   if (cfg.single_cls) merge_classes(set);

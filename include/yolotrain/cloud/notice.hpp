@@ -1,7 +1,7 @@
 #pragma once
 // yolotrain::cloud — a cloud's notice that it will take this machine back (a spot reclaim, a
 // preemption, a host's maintenance), read from the instance's metadata server the way each cloud
-// documents it. Its own library, yolotrain::cloud (libcurl), on nothing else of yolotrain's: a
+// documents it. Its own library, yolotrain::cloud (libcurl), on yolotrain::lifecycle alone: a
 // custom loop may use it with its own ControlToken.
 #include <chrono>
 #include <memory>

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,10 @@ struct DataConfig {
   /// Split name ("train", "val", "test") -> its entries (folders or .txt lists), resolved.
   std::map<std::string, std::vector<std::filesystem::path>> splits;
   std::vector<std::string> names;  ///< class names, index = class id
+  /// A pose dataset's `kpt_shape: [keypoints, 2 | 3]` (x y, or x y visibility per keypoint).
+  std::optional<std::array<int, 2>> kpt_shape;
+  /// `flip_idx`: the keypoint each one becomes under a horizontal flip (empty: none given).
+  std::vector<int> flip_idx;
   int nc() const { return static_cast<int>(names.size()); }
   /// True when the split is named in the YAML.
   bool has(const std::string& split) const { return splits.count(split) != 0; }
@@ -21,7 +27,9 @@ struct DataConfig {
 
 /// Parses a data.yaml: `path`, `train`, `val`, optional `test` (each a folder, a .txt file listing
 /// image paths, or a list of those), `names` (a list or an index map) and optional `nc` (checked
-/// against `names`). Unlike Ultralytics, a relative `path` is resolved against the YAML's own folder
+/// against `names`), and a pose dataset's `kpt_shape` and `flip_idx` (checked as Ultralytics' pose
+/// trainer checks them: [n > 0, 2 or 3]; flip_idx of length n, here also a permutation of 0..n-1).
+/// Unlike Ultralytics, a relative `path` is resolved against the YAML's own folder
 /// first, then against the current folder; a missing `path` means the YAML's folder. Split entries
 /// are resolved against `path`. Throws yolotrain::Error naming the file and key on any problem.
 DataConfig load_data_yaml(const std::filesystem::path& yaml);

@@ -41,6 +41,14 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
   for (std::size_t i = 0; i < terms.size() && i < report.loss.size(); ++i) m.set("val/" + terms[i], report.loss[i]);
 }
 
+void require_known_labels(const data::DataConfig& data, const std::string& data_arg) {
+  if (!data.kpt_shape) return;
+  const auto [n, dims] = *data.kpt_shape;
+  throw ConfigError("data=" + data_arg + " names kpt_shape [" + std::to_string(n) + ", " + std::to_string(dims) +
+                    "]: a pose dataset, whose labels carry keypoints; yolotrain trains and validates detection and "
+                    "segmentation (boxes, polygons) and has no pose task yet: give a detection or segmentation dataset");
+}
+
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
   if (model->task() == "segment") return make_segmentation_task(model, cfg);
   return make_detection_task(model, cfg);

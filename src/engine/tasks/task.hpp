@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../validation.hpp"
+#include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/engine/trainer.hpp"
@@ -89,6 +90,12 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
 /// The task `model`'s head trains for, with the run's loss gains and recipe (compat=): detection
 /// for a Detect head (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head.
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+
+/// Throws ConfigError, in one line, when `data` (given as data=`data_arg`) holds labels no task of
+/// this build trains or validates: a pose dataset's keypoints (kpt_shape), which read as polygons
+/// would give an error per label file (or, for an even count, wrong boxes: Ultralytics' detect
+/// trainer has no such guard).
+void require_known_labels(const data::DataConfig& data, const std::string& data_arg);
 std::unique_ptr<Task> make_detection_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_segmentation_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 

@@ -53,3 +53,26 @@ TEST_CASE("list_images reads folders and txt lists and maps labels", "[data][yam
   CHECK_THROWS_WITH(list_images({dir / "nope"}), Catch::Contains("nope"));
   CHECK(label_path_for("/d/images/x/images/train/a.jpg") == fs::path("/d/images/x/labels/train/a.txt"));
 }
+
+TEST_CASE("data.yaml: a pose dataset's kpt_shape and flip_idx, checked as Ultralytics' pose trainer does",
+          "[data][yaml]") {
+  TempDir dir;
+  write_text(dir / "pose.yaml", "train: x\nval: y\nnames: [person]\nkpt_shape: [4, 3]\nflip_idx: [1, 0, 3, 2]\n");
+  const DataConfig cfg = load_data_yaml(dir / "pose.yaml");
+  REQUIRE(cfg.kpt_shape);
+  CHECK((*cfg.kpt_shape)[0] == 4);
+  CHECK((*cfg.kpt_shape)[1] == 3);
+  CHECK(cfg.flip_idx == std::vector<int>{1, 0, 3, 2});
+  write_text(dir / "nokpt.yaml", "train: x\nval: y\nnames: [person]\n");
+  CHECK_FALSE(load_data_yaml(dir / "nokpt.yaml").kpt_shape);
+  write_text(dir / "dims.yaml", "train: x\nval: y\nnames: [a]\nkpt_shape: [17, 4]\n");
+  CHECK_THROWS_WITH(load_data_yaml(dir / "dims.yaml"), Catch::Contains("i.e. 'kpt_shape: [17, 3]'"));
+  write_text(dir / "one.yaml", "train: x\nval: y\nnames: [a]\nkpt_shape: 17\n");
+  CHECK_THROWS_WITH(load_data_yaml(dir / "one.yaml"), Catch::Contains("'kpt_shape' must be a list"));
+  write_text(dir / "len.yaml", "train: x\nval: y\nnames: [a]\nkpt_shape: [4, 2]\nflip_idx: [1, 0, 2]\n");
+  CHECK_THROWS_WITH(load_data_yaml(dir / "len.yaml"), Catch::Contains("must be equal to kpt_shape[0]=4"));
+  write_text(dir / "perm.yaml", "train: x\nval: y\nnames: [a]\nkpt_shape: [3, 2]\nflip_idx: [0, 0, 2]\n");
+  CHECK_THROWS_WITH(load_data_yaml(dir / "perm.yaml"), Catch::Contains("every keypoint 0..2 once"));
+  write_text(dir / "flip.yaml", "train: x\nval: y\nnames: [a]\nflip_idx: [0]\n");
+  CHECK_THROWS_WITH(load_data_yaml(dir / "flip.yaml"), Catch::Contains("'flip_idx' without 'kpt_shape'"));
+}
