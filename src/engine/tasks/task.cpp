@@ -46,7 +46,8 @@ void require_known_labels(const data::DataConfig& data, const std::string& data_
   const auto [n, dims] = *data.kpt_shape;
   throw ConfigError("data=" + data_arg + " names kpt_shape [" + std::to_string(n) + ", " + std::to_string(dims) +
                     "]: a pose dataset, whose labels carry keypoints; yolotrain trains and validates detection and "
-                    "segmentation (boxes, polygons) and has no pose task yet: give a detection or segmentation dataset");
+                    "segmentation (boxes, polygons) and has no pose task yet: give a detection or segmentation "
+                    "dataset");
 }
 
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
