@@ -17,6 +17,7 @@
 #include "fake_http_server.hpp"
 #include "http_client.hpp"
 #include "prometheus_servers.hpp"
+#include "self_signed_cert.hpp"
 #include "test_support.hpp"
 #include "train_runs.hpp"
 
@@ -272,6 +273,9 @@ TEST_CASE("a real Pushgateway gets the figures, killed and restarted mid-run, tr
 TEST_CASE("Kubeflow Trainer's status endpoint gets the progress, time left and figures with the pod's token",
           "[integration][control][kubeflow]") {
   yt::TempDir tmp;
+  // https, as the controller serves it, verified with the CA file the pod is given.
+  const yt::PemPair tls = yt::self_signed_cert_for_loopback();
+  yolotrain::lifecycle::atomic_write(tmp / "ca.crt", tls.cert);
   const std::string path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team/trainjobs/yolo/status";
   const std::string token = "kf-token-" + std::to_string(::getpid());
   std::mutex m;
@@ -299,11 +303,11 @@ TEST_CASE("Kubeflow Trainer's status endpoint gets the progress, time left and f
     }
     posts.push_back(j);
     return yt::FakeReply{200, r.body};
-  });
+  }, std::make_pair(tls.key, tls.cert));
   yolotrain::lifecycle::atomic_write(tmp / "token", token + "\n");
   yt::ScopedEnv env({{"KUBEFLOW_TRAINER_SERVER_URL", server.url() + path},
                      {"KUBEFLOW_TRAINER_SERVER_TOKEN", (tmp / "token").string()},
-                     {"KUBEFLOW_TRAINER_SERVER_CA_CERT", std::nullopt}});
+                     {"KUBEFLOW_TRAINER_SERVER_CA_CERT", (tmp / "ca.crt").string()}});
   const yt::Finished f = yt::run_to_end(train_args(tmp.path(), {"plots=false"}), tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);

@@ -3,7 +3,8 @@
 // A small HTTP server on 127.0.0.1 (a free port) for tests that need a server to answer as another
 // service would: each request, with its body, goes to a handler on libmicrohttpd's thread. The
 // fake cloud metadata server (fake_metadata_server.hpp) and the fake Kubeflow Trainer status server
-// are handlers. A test links YolotrainMicroHttpd::microhttpd.
+// are handlers. Given a key and certificate (self_signed_cert.hpp) it speaks https. A test links
+// YolotrainMicroHttpd::microhttpd.
 //
 //   yolotrain::test::FakeHttpServer server([](const yolotrain::test::FakeRequest& r) {
 //     return yolotrain::test::FakeReply{200, "hello"};
@@ -15,7 +16,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -48,7 +51,9 @@ class FakeHttpServer {
  public:
   using Handler = std::function<FakeReply(const FakeRequest&)>;
 
-  explicit FakeHttpServer(Handler handler) : handler_(std::move(handler)) {
+  /// `tls`: {PEM key, PEM certificate} to serve https (GNU libmicrohttpd's GnuTLS), or plain http.
+  explicit FakeHttpServer(Handler handler, std::optional<std::pair<std::string, std::string>> tls = std::nullopt)
+      : handler_(std::move(handler)), tls_(std::move(tls)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -59,9 +64,17 @@ class FakeHttpServer {
       throw std::runtime_error("FakeHttpServer: cannot listen on 127.0.0.1");
     }
     port_ = ntohs(a.sin_port);
-    daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, nullptr, nullptr, &FakeHttpServer::handle, this,
-                               MHD_OPTION_LISTEN_SOCKET, fd_, MHD_OPTION_NOTIFY_COMPLETED, &FakeHttpServer::completed,
-                               nullptr, MHD_OPTION_END);
+    std::vector<MHD_OptionItem> options{
+        {MHD_OPTION_LISTEN_SOCKET, fd_, nullptr},
+        {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&FakeHttpServer::completed), nullptr}};
+    if (tls_) {
+      options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(tls_->first.c_str())});
+      options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(tls_->second.c_str())});
+    }
+    options.push_back({MHD_OPTION_END, 0, nullptr});
+    const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (tls_ ? MHD_USE_TLS : 0);
+    daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &FakeHttpServer::handle, this, MHD_OPTION_ARRAY,
+                               options.data(), MHD_OPTION_END);
     if (daemon_ == nullptr) throw std::runtime_error("FakeHttpServer: MHD_start_daemon failed");
   }
   ~FakeHttpServer() {
@@ -72,7 +85,9 @@ class FakeHttpServer {
   FakeHttpServer& operator=(const FakeHttpServer&) = delete;
 
   int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);
+  }
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:
@@ -104,6 +119,7 @@ class FakeHttpServer {
   }
 
   Handler handler_;
+  std::optional<std::pair<std::string, std::string>> tls_;
   int fd_ = -1;
   int port_ = 0;
   MHD_Daemon* daemon_ = nullptr;
