@@ -47,13 +47,4 @@ std::optional<TimePoint> parse_rfc1123(const std::string& text) {
   return from_tm(tm, 0.0, 0);
 }
 
-std::string utc_text(TimePoint t) {
-  const std::time_t s = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&s, &tm);
-  char out[40];
-  std::strftime(out, sizeof(out), "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return out;
-}
-
 }  // namespace yolotrain::cloud::detail

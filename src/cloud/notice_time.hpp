@@ -11,7 +11,5 @@ using TimePoint = std::chrono::system_clock::time_point;
 
 std::optional<TimePoint> parse_rfc3339(const std::string& text);
 std::optional<TimePoint> parse_rfc1123(const std::string& text);
-/// "2026-12-06 17:02:11 UTC".
-std::string utc_text(TimePoint t);
 
 }  // namespace yolotrain::cloud::detail

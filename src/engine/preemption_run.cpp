@@ -1,8 +1,9 @@
 #include "preemption_run.hpp"
 
 #include <cmath>
-#include <cstdio>
+#include <ctime>
 
+#include "run_log.hpp"
 #include "yolotrain/cloud/cloud_detect.hpp"
 
 namespace yolotrain::engine::detail {
@@ -12,12 +13,6 @@ using SystemClock = std::chrono::system_clock;
 
 double unix_of(SystemClock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 double unix_now() { return unix_of(SystemClock::now()); }
-
-std::string seconds_text(double s) {
-  char out[32];
-  std::snprintf(out, sizeof(out), "%.1f s", s);
-  return out;
-}
 
 // "17:00:00 UTC".
 std::string clock_text(double unix_s) {

@@ -1,9 +1,9 @@
 #include "remote_run.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <thread>
 
+#include "run_log.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::engine::detail {
@@ -12,12 +12,6 @@ namespace lc = yolotrain::lifecycle;
 namespace {
 
 constexpr const char* kSeries = "weights/last";  // the trainer's rotating checkpoints
-
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f s", s);
-  return buf;
-}
 
 // The bucket answers: a transient failure (a 503, a refused connection) is tried again three
 // times over 3.5 s before the run is refused.
@@ -101,12 +95,12 @@ bool RemoteRun::finish(double timeout_s, const fs::path& last_checkpoint) {
   const std::string url = mirror_->location().url();
   if (f.complete) {
     say_("remote: every upload confirmed in " + url + " (newest checkpoint: step " +
-         std::to_string(f.last_uploaded_step) + "; waited " + seconds(f.waited_s) + ")");
+         std::to_string(f.last_uploaded_step) + "; waited " + seconds_text(f.waited_s) + ")");
     return true;
   }
   std::string names;
   for (const auto& n : f.not_uploaded) names += (names.empty() ? "" : ", ") + n;
-  say_("remote: WARNING the upload did not finish within remote_timeout=" + seconds(timeout_s) + ": " + names +
+  say_("remote: WARNING the upload did not finish within remote_timeout=" + seconds_text(timeout_s) + ": " + names +
        " not in " + url + (f.last_error.empty() ? "" : " (last error: " + f.last_error + ")") +
        "; the bucket's newest checkpoint is step " + std::to_string(f.last_uploaded_step) + "; the local checkpoint " +
        last_checkpoint.string() + " is intact");

@@ -2,9 +2,16 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 
 namespace yolotrain::engine::detail {
+
+std::string seconds_text(double seconds) {
+  char out[32];
+  std::snprintf(out, sizeof(out), "%.1f s", seconds);
+  return out;
+}
 
 RunLog::RunLog() : tty_(isatty(STDOUT_FILENO) == 1) {}
 

@@ -8,6 +8,9 @@
 
 namespace yolotrain::engine::detail {
 
+/// A duration as the log says it: "1.3 s".
+std::string seconds_text(double seconds);
+
 class RunLog {
  public:
   RunLog();

@@ -108,8 +108,8 @@ void Trainer::Run::checkpoint(bool wait, bool completed, bool force) {
   }
   if (wait) store->wait();
   report_saved();
-  if (wait && preemption && store->last_saved()) {  // on disk: a notice's checkpoint is safe
-    preemption->saved(store->last_saved()->second.step, store->last_saved()->second.wall_time);
+  if (wait && preemption) {  // on disk: a notice's checkpoint is safe
+    if (const auto saved = store->last_saved()) preemption->saved(saved->second.step, saved->second.wall_time);
   }
   result.timings.checkpoint_s += seconds_since(t0);
 }
@@ -128,8 +128,9 @@ void Trainer::Run::report_saved() {
 void Trainer::Run::watch_safe_exit() {
   safe_exit.polled();
   if (plan.remote) safe_exit.upload_took(plan.remote->mirror()->status().last_checkpoint_seconds);
-  outputs.status->set_safe_exit(safe_exit.seconds());
-  if (preemption) preemption->poll(safe_exit.seconds(), eta_seconds(), *outputs.status);
+  const double safe_exit_s = safe_exit.seconds();
+  outputs.status->set_safe_exit(safe_exit_s);
+  if (preemption) preemption->poll(safe_exit_s, eta_seconds(), *outputs.status);
 }
 
 double Trainer::Run::eta_seconds() const {
