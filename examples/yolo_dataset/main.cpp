@@ -1,6 +1,6 @@
 // yolo_dataset: check a YOLO dataset before a long run, or write the synthetic shapes dataset.
 //   yolo_dataset check DATA_YAML
-//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments]
+//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +17,7 @@ namespace {
 
 int usage() {
   std::cerr << "usage: yolo_dataset check DATA_YAML\n"
-               "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments]\n";
+               "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints]\n";
   return 2;
 }
 
@@ -31,6 +31,7 @@ SplitResult check_split(const yd::DataConfig& cfg, const std::string& split) {
   SplitResult r{split, {}, {}};
   yd::ScanOptions opt;
   opt.use_cache = false;  // check always validates afresh and writes nothing
+  opt.kpt_shape = cfg.kpt_shape;  // a pose dataset's rows: box + keypoints
   try {
     const auto images = yd::list_images(cfg.splits.at(split));
     if (images.empty()) {
@@ -112,6 +113,8 @@ int shapes(std::vector<std::string> args) {
   yd::ShapesOptions o;
   const auto flag = std::find(args.begin() + 1, args.end(), "--segments");  // polygon labels
   if (flag != args.end()) o.segments = true, args.erase(flag);
+  const auto pose = std::find(args.begin() + 1, args.end(), "--keypoints");  // pose labels (shapes-pose)
+  if (pose != args.end()) o.keypoints = true, args.erase(pose);
   for (std::size_t i = 1; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return usage();
     char* end = nullptr;
@@ -129,7 +132,9 @@ int shapes(std::vector<std::string> args) {
   try {
     const fs::path yaml = yd::write_shapes_dataset(args[0], o);
     std::printf("wrote %s (%d train, %d val images of %d px, seed %llu%s)\n", yaml.string().c_str(), o.train, o.val,
-                o.imgsz, static_cast<unsigned long long>(o.seed), o.segments ? ", polygon labels" : "");
+                o.imgsz, static_cast<unsigned long long>(o.seed), o.segments    ? ", polygon labels"
+                : o.keypoints ? ", pose labels"
+                              : "");
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

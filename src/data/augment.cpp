@@ -30,7 +30,42 @@ void scale_boxes(std::vector<PixelBox>& boxes, double sx, double sy, double dx =
       b.segment[i] = b.segment[i] * static_cast<float>(sx) + static_cast<float>(dx);
       b.segment[i + 1] = b.segment[i + 1] * static_cast<float>(sy) + static_cast<float>(dy);
     }
+    for (size_t i = 0; i < b.keypoints.size(); i += 3) {
+      b.keypoints[i] = b.keypoints[i] * static_cast<float>(sx) + static_cast<float>(dx);
+      b.keypoints[i + 1] = b.keypoints[i + 1] * static_cast<float>(sy) + static_cast<float>(dy);
+    }
   }
+}
+
+// Instances.clip for keypoints: those outside [0, w] x [0, h] become invisible, then all are
+// clipped to it.
+void clip_keypoints(std::vector<float>& k, float w, float h) {
+  for (size_t i = 0; i < k.size(); i += 3) {
+    if (k[i] < 0 || k[i] > w || k[i + 1] < 0 || k[i + 1] > h) k[i + 2] = 0.f;
+    k[i] = std::clamp(k[i], 0.f, w), k[i + 1] = std::clamp(k[i + 1], 0.f, h);
+  }
+}
+
+// RandomPerspective.apply_keypoints (xy @ M.T, / z), then Instances.clip to (w, h).
+std::vector<float> warp_keypoints(const std::vector<float>& k, const cv::Matx33d& M, int w, int h) {
+  std::vector<float> out(k.size());
+  for (size_t i = 0; i < k.size(); i += 3) {
+    const double x = k[i], y = k[i + 1];
+    const double z = M(2, 0) * x + M(2, 1) * y + M(2, 2);
+    out[i] = static_cast<float>((M(0, 0) * x + M(0, 1) * y + M(0, 2)) / z);
+    out[i + 1] = static_cast<float>((M(1, 0) * x + M(1, 1) * y + M(1, 2)) / z);
+    out[i + 2] = k[i + 2];
+  }
+  clip_keypoints(out, static_cast<float>(w), static_cast<float>(h));
+  return out;
+}
+
+// RandomFlip: keypoint j takes what keypoint flip_idx[j] was (keypoints[:, flip_idx]).
+void reorder_keypoints(std::vector<float>& k, const std::vector<int>& flip_idx) {
+  if (flip_idx.empty() || k.empty()) return;
+  const std::vector<float> was = k;
+  for (size_t j = 0; j < flip_idx.size() && 3 * j < k.size(); ++j)
+    std::copy_n(was.begin() + 3 * static_cast<std::ptrdiff_t>(flip_idx[j]), 3, k.begin() + 3 * static_cast<std::ptrdiff_t>(j));
 }
 
 // RandomPerspective.apply_segments + Instances.clip for one outline: transformed in float64
@@ -82,7 +117,7 @@ PixelBox warp_box(const PixelBox& b, const cv::Matx33d& M, bool perspective, int
   }
   PixelBox out{b.cls, static_cast<float>(std::clamp(x1, 0.0, double(w))),
                static_cast<float>(std::clamp(y1, 0.0, double(h))), static_cast<float>(std::clamp(x2, 0.0, double(w))),
-               static_cast<float>(std::clamp(y2, 0.0, double(h))), {}};
+               static_cast<float>(std::clamp(y2, 0.0, double(h))), {}, {}};
   return out;
 }
 
@@ -190,6 +225,9 @@ TileRect mosaic_place(Labelled& canvas, const Image& img, const std::vector<Pixe
       b.segment[k] = std::clamp(from.segment[k] + static_cast<float>(padw), 0.f, 2.f * s);
       b.segment[k + 1] = std::clamp(from.segment[k + 1] + static_cast<float>(padh), 0.f, 2.f * s);
     }
+    b.keypoints = from.keypoints;  // add_padding, then the mosaic's clip
+    for (size_t k = 0; k < b.keypoints.size(); k += 3) b.keypoints[k] += padw, b.keypoints[k + 1] += padh;
+    clip_keypoints(b.keypoints, 2.f * s, 2.f * s);
     canvas.boxes.push_back(std::move(b));
   }
   return placed;
@@ -251,6 +289,7 @@ void detail::random_perspective_into(const Labelled& s, Labelled& out, const Aug
   const bool outlines = has_outlines(s.boxes);
   for (const auto& b : s.boxes) {
     PixelBox nb = b.segment.empty() ? warp_box(b, M, perspective, width, height) : warp_segment(b, M, width, height);
+    nb.keypoints = warp_keypoints(b.keypoints, M, width, height);
     PixelBox before;  // Ultralytics compares against the boxes scaled by s
     before.cls = b.cls;
     before.x1 = b.x1 * static_cast<float>(sc), before.x2 = b.x2 * static_cast<float>(sc);
@@ -293,6 +332,8 @@ void random_flip(Labelled& s, const AugmentConfig& cfg, Rng& rng) {
       const float y1 = h - b.y2, y2 = h - b.y1;
       b.y1 = y1, b.y2 = y2;
       for (size_t k = 1; k < b.segment.size(); k += 2) b.segment[k] = h - b.segment[k];
+      for (size_t k = 1; k < b.keypoints.size(); k += 3) b.keypoints[k] = h - b.keypoints[k];
+      reorder_keypoints(b.keypoints, cfg.flip_idx);
     }
   }
   if (rng.uniform() < cfg.fliplr) {
@@ -302,6 +343,8 @@ void random_flip(Labelled& s, const AugmentConfig& cfg, Rng& rng) {
       const float x1 = w - b.x2, x2 = w - b.x1;
       b.x1 = x1, b.x2 = x2;
       for (size_t k = 0; k < b.segment.size(); k += 2) b.segment[k] = w - b.segment[k];
+      for (size_t k = 0; k < b.keypoints.size(); k += 3) b.keypoints[k] = w - b.keypoints[k];
+      reorder_keypoints(b.keypoints, cfg.flip_idx);
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/files/atomic_file.hpp"
@@ -16,7 +17,7 @@ namespace yolotrain::data::detail {
 namespace {
 
 constexpr char kMagic[8] = {'Y', 'T', 'L', 'A', 'B', 'E', 'L', 'S'};
-constexpr std::uint32_t kVersion = 3;  // 3: the polygons of segmentation labels
+constexpr std::uint32_t kVersion = 4;  // 3: the polygons of segmentation labels; 4: pose keypoints
 
 class Writer {
  public:
@@ -80,6 +81,11 @@ void put_result(Writer& w, const FileResult& r) {
     w.put(static_cast<std::uint32_t>(polygon.size()));
     for (float v : polygon) w.put(v);
   }
+  w.put(static_cast<std::uint32_t>(r.record.keypoints.size()));
+  for (const auto& points : r.record.keypoints) {
+    w.put(static_cast<std::uint32_t>(points.size()));
+    for (float v : points) w.put(v);
+  }
   w.put(r.problem.file.string());
   w.put(r.problem.reason);
   w.put(static_cast<std::uint32_t>(r.warnings.size()));
@@ -103,6 +109,11 @@ FileResult get_result(Reader& r) {
   for (auto& polygon : f.record.segments) {
     polygon.resize(r.get<std::uint32_t>());
     for (float& v : polygon) v = r.get<float>();
+  }
+  f.record.keypoints.resize(r.get<std::uint32_t>());
+  for (auto& points : f.record.keypoints) {
+    points.resize(r.get<std::uint32_t>());
+    for (float& v : points) v = r.get<float>();
   }
   f.problem.file = r.text();
   f.problem.reason = r.text();
@@ -136,6 +147,12 @@ std::optional<std::vector<FileResult>> read_labels_cache(const fs::path& path, c
   } catch (const std::exception&) {
     return std::nullopt;  // unreadable, cut short or damaged: scan again
   }
+}
+
+bool is_labels_cache(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof kMagic] = {};
+  return in.read(magic, sizeof magic) && std::memcmp(magic, kMagic, sizeof kMagic) == 0;
 }
 
 std::string write_labels_cache(const fs::path& path, const std::string& key, const std::vector<FileResult>& results) {

@@ -323,7 +323,7 @@ std::optional<Batch> Loader::next() {
   b.index = d.batch++;
   const int B = static_cast<int>(slots.size());
   const int H = static_cast<int>(b.img.size(2)), W = static_cast<int>(b.img.size(3));
-  std::vector<float> idx, cls, boxes;
+  std::vector<float> idx, cls, boxes, keypoints;
   for (int i = 0; i < B; ++i) {
     const ImageRecord& rec = d.dataset.records[d.order[begin + i]];
     b.im_file.push_back(rec.image.string());
@@ -334,6 +334,8 @@ std::optional<Batch> Loader::next() {
       idx.push_back(static_cast<float>(i));
       cls.push_back(static_cast<float>(p.cls));
       boxes.insert(boxes.end(), {(p.x1 + p.x2) / 2 / W, (p.y1 + p.y2) / 2 / H, (p.x2 - p.x1) / W, (p.y2 - p.y1) / H});
+      for (size_t k = 0; k < p.keypoints.size(); k += 3)
+        keypoints.insert(keypoints.end(), {p.keypoints[k] / W, p.keypoints[k + 1] / H, p.keypoints[k + 2]});
     }
   }
   const std::int64_t n = static_cast<std::int64_t>(idx.size());
@@ -345,6 +347,12 @@ std::optional<Batch> Loader::next() {
   b.batch_idx = owned(idx, {n});
   b.cls = owned(cls, {n, 1});
   b.bboxes = owned(boxes, {n, 4});
+  if (const auto& shape = d.dataset.kpt_shape) {
+    if (keypoints.size() != static_cast<std::size_t>(n * (*shape)[0] * 3))
+      throw Error("data loader: a pose batch's boxes lack keypoints (kpt_shape [" + std::to_string((*shape)[0]) +
+                  ", " + std::to_string((*shape)[1]) + "])");
+    b.keypoints = owned(keypoints, {n, (*shape)[0], 3});
+  }
   if (d.opt.mask_ratio > 0) {  // Ultralytics' collate: cat for masks, stack for sem_masks
     std::vector<at::Tensor> masks, semantic;
     for (const Slot& s : slots) {

@@ -64,11 +64,16 @@ Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<Recent
   const ImageRecord& rec = ctx.dataset->records[record];
   for (size_t k = 0; k < rec.boxes.size(); ++k) {
     const Box& b = rec.boxes[k];
-    l.boxes.push_back({b.cls, (b.x - b.w / 2) * w, (b.y - b.h / 2) * h, (b.x + b.w / 2) * w, (b.y + b.h / 2) * h, {}});
+    l.boxes.push_back(
+        {b.cls, (b.x - b.w / 2) * w, (b.y - b.h / 2) * h, (b.x + b.w / 2) * w, (b.y + b.h / 2) * h, {}, {}});
     if (k < rec.segments.size()) {  // update_labels_info: 1000 points, then denormalize (float32)
       std::vector<float> outline = resample_segment(rec.segments[k], kSegmentPoints);
       for (size_t i = 0; i < outline.size(); i += 2) outline[i] *= w, outline[i + 1] *= h;
       l.boxes.back().segment = std::move(outline);
+    }
+    if (k < rec.keypoints.size()) {  // denormalize (float32), visibility kept
+      std::vector<float>& points = l.boxes.back().keypoints = rec.keypoints[k];
+      for (size_t i = 0; i < points.size(); i += 3) points[i] *= w, points[i + 1] *= h;
     }
   }
   return l;

@@ -59,8 +59,16 @@ namespace {
 using detail::FileResult;
 
 /// Ultralytics' labels cache hash covers the files' paths and sizes; this key also covers their
-/// modification times, the class count and the clip tolerance.
-constexpr int kKeyVersion = 2;
+/// modification times, the class count, the clip tolerance and the pose labels' shape.
+constexpr int kKeyVersion = 3;
+
+/// What a label file is checked against: the class count, the clip tolerance, and for pose labels
+/// their kpt_shape.
+struct LabelRules {
+  int nc = 0;
+  float tol = 0.01f;
+  std::optional<std::array<int, 2>> kpt_shape;
+};
 
 /// Runs fn(i) for i in [0, n) on `threads` threads (lifecycle signals blocked in each).
 template <class Fn>
@@ -131,8 +139,30 @@ std::string parse_polygon(const std::vector<double>& v, int nc, float tol, Box& 
   return detail::check_box(b, nc, tol, box, clipped);
 }
 
+/// Checks one row as the file's kind (pose, polygon or box) into `row`: an error text, or "".
+struct Row {
+  Box box;
+  std::vector<float> polygon, keypoints;
+  bool clipped = false;
+};
+std::string check_row(const std::vector<double>& v, const LabelRules& rules, bool polygons, Row& row) {
+  if (rules.kpt_shape)
+    return detail::check_pose_row(v, rules.nc, rules.tol, *rules.kpt_shape, row.box, row.keypoints, row.clipped);
+  if (polygons) return parse_polygon(v, rules.nc, rules.tol, row.box, row.polygon, row.clipped);
+  return parse_box(v, rules.nc, rules.tol, row.box, row.clipped);
+}
+
+/// Whether `row` repeats a row of `record`: the same box (and, for pose rows, the same keypoints).
+bool is_duplicate(const ImageRecord& record, const Row& row) {
+  for (std::size_t i = 0; i < record.boxes.size(); ++i) {
+    if (record.boxes[i] == row.box && (i >= record.keypoints.size() || record.keypoints[i] == row.keypoints))
+      return true;
+  }
+  return false;
+}
+
 /// Reads and validates a label file into `r`; false (with r.problem) on a bad file.
-bool read_labels(const fs::path& label, int nc, float tol, FileResult& r) {
+bool read_labels(const fs::path& label, const LabelRules& rules, FileResult& r) {
   std::ifstream in(label);
   if (!in) return true;  // no label file: a background image
   std::vector<std::pair<int, std::vector<double>>> lines;  // line number, numbers
@@ -145,27 +175,24 @@ bool read_labels(const fs::path& label, int nc, float tol, FileResult& r) {
       r.problem = {label, "line " + std::to_string(lineno) + ": " + err};
       return false;
     }
-    polygons = polygons || v.size() > 6;
+    polygons = polygons || (v.size() > 6 && !rules.kpt_shape);  // pose rows are never polygons
     lines.emplace_back(lineno, std::move(v));
   }
   int clipped_lines = 0;
   for (const auto& [lineno, v] : lines) {
-    Box b;
-    std::vector<float> polygon;
-    bool clipped = false;
-    const std::string err =
-        polygons ? parse_polygon(v, nc, tol, b, polygon, clipped) : parse_box(v, nc, tol, b, clipped);
-    if (!err.empty()) {
+    Row row;
+    if (const std::string err = check_row(v, rules, polygons, row); !err.empty()) {
       r.problem = {label, "line " + std::to_string(lineno) + ": " + err};
       return false;
     }
-    clipped_lines += clipped;
-    if (std::find(r.record.boxes.begin(), r.record.boxes.end(), b) != r.record.boxes.end()) {
+    clipped_lines += row.clipped;
+    if (is_duplicate(r.record, row)) {
       ++r.duplicates;
       continue;
     }
-    r.record.boxes.push_back(b);
-    if (polygons) r.record.segments.push_back(std::move(polygon));
+    r.record.boxes.push_back(row.box);
+    if (polygons) r.record.segments.push_back(std::move(row.polygon));
+    if (rules.kpt_shape) r.record.keypoints.push_back(std::move(row.keypoints));
   }
   if (clipped_lines)
     r.warnings.push_back(label.string() + ": " + std::to_string(clipped_lines) +
@@ -175,7 +202,7 @@ bool read_labels(const fs::path& label, int nc, float tol, FileResult& r) {
   return true;
 }
 
-FileResult validate(const fs::path& image, int nc, float tol) {
+FileResult validate(const fs::path& image, const LabelRules& rules) {
   FileResult r;
   r.record.image = image;
   try {
@@ -185,21 +212,35 @@ FileResult validate(const fs::path& image, int nc, float tol) {
     r.problem = {image, e.what()};
     return r;
   }
-  r.ok = read_labels(label_path_for(image), nc, tol, r);
-  if (!r.ok) r.record.boxes.clear(), r.record.segments.clear();
+  r.ok = read_labels(label_path_for(image), rules, r);
+  if (!r.ok) r.record.boxes.clear(), r.record.segments.clear(), r.record.keypoints.clear();
   return r;
 }
 
 std::vector<FileResult> validate_all(const std::vector<fs::path>& images, int nc, const ScanOptions& opt) {
   std::vector<FileResult> out(images.size());
+  const LabelRules rules{nc, opt.clip_tolerance, opt.kpt_shape};
   parallel_for(images.size(), opt.threads > 0 ? opt.threads : default_threads(),
-               [&](std::size_t i) { out[i] = validate(images[i], nc, opt.clip_tolerance); });
+               [&](std::size_t i) { out[i] = validate(images[i], rules); });
   return out;
 }
 
-fs::path default_cache_path(const std::vector<fs::path>& images) {
-  const fs::path labels_dir = label_path_for(images.front()).parent_path();
-  return fs::path(labels_dir.string() + ".cache");
+/// Where earlier yolotrain builds kept the cache: Ultralytics' own `labels/train.cache`, which made
+/// Ultralytics fail on it (UnpicklingError) and had yolotrain replace Ultralytics' file.
+fs::path shared_cache_path(const std::vector<fs::path>& images) {
+  return fs::path(label_path_for(images.front()).parent_path().string() + ".cache");
+}
+
+/// Removes a cache of ours left at Ultralytics' place by an older yolotrain (recognised by its
+/// magic; an Ultralytics cache there is left alone), with a warning saying so.
+void remove_old_cache(const std::vector<fs::path>& images, ScanReport& report) {
+  const fs::path old = shared_cache_path(images);
+  if (!detail::is_labels_cache(old)) return;
+  std::error_code ec;
+  if (fs::remove(old, ec))
+    report.warnings.push_back("removed " + old.string() + ", a labels cache of an older yolotrain at Ultralytics' "
+                              "place (Ultralytics could not read it); yolotrain's is now " +
+                              default_labels_cache_path(images).filename().string());
 }
 
 /// "path|size|mtime" of a file (one stat), "path|missing" when there is none.
@@ -241,13 +282,20 @@ std::string ScanReport::summary() const {
          std::to_string(corrupt.size()) + " corrupt, " + std::to_string(duplicates) + " duplicates removed";
 }
 
-std::string scan_cache_key(const std::vector<fs::path>& images, int nc, float clip_tolerance) {
+fs::path default_labels_cache_path(const std::vector<fs::path>& images) {
+  if (images.empty()) throw Error("no images: a labels cache is named after a split's labels folder");
+  return fs::path(label_path_for(images.front()).parent_path().string() + ".yolotrain.cache");
+}
+
+std::string scan_cache_key(const std::vector<fs::path>& images, int nc, float clip_tolerance,
+                           std::optional<std::array<int, 2>> kpt_shape) {
   std::vector<std::string> stamps(images.size());
   parallel_for(images.size(), default_threads(),
                [&](std::size_t i) { stamps[i] = stamp(images[i]) + stamp(label_path_for(images[i])); });
   lifecycle::Sha256 hash;
+  const std::string pose = kpt_shape ? std::to_string((*kpt_shape)[0]) + "x" + std::to_string((*kpt_shape)[1]) : "-";
   hash.update("v" + std::to_string(kKeyVersion) + " nc " + std::to_string(nc) + " tol " +
-              std::to_string(clip_tolerance) + "\n");
+              std::to_string(clip_tolerance) + " kpt " + pose + "\n");
   for (const auto& s : stamps) hash.update(s);
   return hash.hex_digest();
 }
@@ -258,9 +306,12 @@ Dataset scan_images(const std::vector<fs::path>& images, const std::vector<std::
   const int nc = static_cast<int>(names.size());
   Dataset ds;
   ds.names = names;
+  ds.kpt_shape = options.kpt_shape;
   ScanReport& rep = ds.report;
-  const fs::path cache = options.cache_path.value_or(default_cache_path(images));
-  const std::string key = options.use_cache ? scan_cache_key(images, nc, options.clip_tolerance) : "";
+  const fs::path cache = options.cache_path.value_or(default_labels_cache_path(images));
+  if (options.use_cache && !options.cache_path) remove_old_cache(images, rep);
+  const std::string key =
+      options.use_cache ? scan_cache_key(images, nc, options.clip_tolerance, options.kpt_shape) : "";
   std::optional<std::vector<FileResult>> results;
   if (options.use_cache) results = detail::read_labels_cache(cache, key);
   rep.from_cache = results.has_value();
@@ -294,7 +345,9 @@ Dataset load_split(const DataConfig& config, const std::string& split, const Sca
   if (images.empty())
     throw Error(config.yaml.string() + ": split '" + split + "' has no images in " + where +
                 " (supported extensions: jpg jpeg png ...)");
-  Dataset ds = scan_images(images, config.names, options);
+  ScanOptions read = options;
+  if (!read.kpt_shape) read.kpt_shape = config.kpt_shape;  // a pose dataset's labels are pose rows
+  Dataset ds = scan_images(images, config.names, read);
   ds.split = split;
   if (ds.records.empty()) {
     std::string reasons;  // the first few by name; yolo_dataset check lists them all
@@ -309,12 +362,14 @@ Dataset load_split(const DataConfig& config, const std::string& split, const Sca
   return ds;
 }
 
-LabelFile read_label_file(const fs::path& label, int nc, float clip_tolerance) {
+LabelFile read_label_file(const fs::path& label, int nc, float clip_tolerance,
+                          std::optional<std::array<int, 2>> kpt_shape) {
   FileResult r;
   LabelFile out;
-  if (!read_labels(label, nc, clip_tolerance, r)) out.problem = r.problem.reason;
+  if (!read_labels(label, LabelRules{nc, clip_tolerance, kpt_shape}, r)) out.problem = r.problem.reason;
   out.boxes = std::move(r.record.boxes);
   out.segments = std::move(r.record.segments);
+  out.keypoints = std::move(r.record.keypoints);
   out.warnings = std::move(r.warnings);
   out.duplicates = r.duplicates;
   return out;

@@ -23,6 +23,8 @@ namespace {
 
 const char* const kNames[] = {"rectangle", "ellipse", "triangle", "cross"};
 constexpr int kClasses = 4;
+const char* const kKeypointNames[kShapesKeypoints] = {"centre", "top", "bottom", "left", "right"};
+const int kFlipIdx[kShapesKeypoints] = {0, 1, 2, 4, 3};  // a left-right flip swaps left and right
 
 /// A muted colour for the background: grey with a faint tint.
 cv::Scalar muted_colour(Rng& rng) {
@@ -101,6 +103,16 @@ std::vector<cv::Point2d> shape_polygon(int cls, const cv::Rect& box) {
   return p;
 }
 
+/// The shapes-pose keypoints of a shape of class `cls` inside `box` (kKeypointNames' order), at
+/// 1/16 px as its polygon: each lies on the outline shape_polygon() gives (the centre inside).
+std::vector<cv::Point2d> shape_keypoints(int cls, const cv::Rect& box) {
+  const double x = box.x, y = box.y, w = box.width, h = box.height, cx = x + w / 2, cy = y + h / 2;
+  std::vector<cv::Point2d> p = {{cx, cy}, {cx, y}, {cx, y + h}, {x, cy}, {x + w, cy}};
+  if (cls == 2) p[3] = {x, y + h}, p[4] = {x + w, y + h};  // the triangle: its base corners
+  for (auto& v : p) v = {std::round(v.x * 16) / 16, std::round(v.y * 16) / 16};
+  return p;
+}
+
 /// Fills the polygon exactly as its label describes it (vertices at 1/16 px, fillPoly shift 4).
 void fill_polygon(cv::Mat& m, const std::vector<cv::Point2d>& polygon, const cv::Scalar& colour) {
   std::vector<cv::Point> fixed;
@@ -128,6 +140,7 @@ struct Drawn {
   Image image;
   std::vector<std::pair<int, cv::Rect>> shapes;
   std::vector<std::vector<cv::Point2d>> polygons;
+  std::vector<std::vector<cv::Point2d>> keypoints;  ///< the pose variant's
 };
 
 // A drawn shape as YOLO's normalised x_center, y_center, width, height.
@@ -137,7 +150,7 @@ std::array<double, 4> normalized(const cv::Rect& box, double side) {
 
 Drawn draw_image(const ShapesOptions& o, Rng& rng) {
   const int s = o.imgsz;
-  Drawn d{Image(s, s), {}, {}};
+  Drawn d{Image(s, s), {}, {}, {}};
   draw_background(d.image, rng);
   cv::Mat m = detail::view(d.image);
   std::vector<cv::Rect> taken;
@@ -147,9 +160,10 @@ Drawn draw_image(const ShapesOptions& o, Rng& rng) {
     const cv::Rect box = place_box(s, taken, rng);
     if (box.empty()) continue;
     taken.push_back(box);
-    if (o.segments) {
+    if (o.segments || o.keypoints) {
       d.polygons.push_back(shape_polygon(cls, box));
       fill_polygon(m, d.polygons.back(), vivid_colour(rng));
+      if (o.keypoints) d.keypoints.push_back(shape_keypoints(cls, box));
     } else {
       draw_shape(m, cls, box, vivid_colour(rng));
     }
@@ -175,8 +189,13 @@ std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
       continue;
     }
     const auto [x, y, w, h] = normalized(box, o.imgsz);
-    std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f\n", cls, x, y, w, h);
+    std::snprintf(line, sizeof line, "%d %.6f %.6f %.6f %.6f", cls, x, y, w, h);
     labels += line;
+    for (size_t j = 0; o.keypoints && j < d.keypoints[k].size(); ++j) {  // x y visible (COCO's 2)
+      std::snprintf(line, sizeof line, " %.6f %.6f 2", d.keypoints[k][j].x / o.imgsz, d.keypoints[k][j].y / o.imgsz);
+      labels += line;
+    }
+    labels += "\n";
   }
   write_bytes(jpg, encode_jpeg(d.image, o.quality));
   return labels;
@@ -198,7 +217,22 @@ void write_split(const fs::path& out, const std::string& split, int count, const
   }
 }
 
+// The pose variant's data.yaml keys (as Ultralytics' coco8-pose.yaml): kpt_shape, flip_idx, kpt_names.
+void write_pose_keys(std::ostream& y) {
+  y << "kpt_shape: [" << kShapesKeypoints << ", 3]\nflip_idx: [";
+  for (int j = 0; j < kShapesKeypoints; ++j) y << (j ? ", " : "") << kFlipIdx[j];
+  y << "]\nkpt_names:\n";
+  for (int i = 0; i < kClasses; ++i) {
+    y << "  " << i << ":\n";
+    for (const char* name : kKeypointNames) y << "    - " << name << "\n";
+  }
+}
+
 }  // namespace
+
+const int* shapes_flip_idx() { return kFlipIdx; }
+
+const char* const* shapes_keypoint_names() { return kKeypointNames; }
 
 const char* const* shapes_class_names(int* count) {
   if (count) *count = kClasses;
@@ -219,14 +253,16 @@ Sample shapes_sample(const ShapesOptions& o, const std::string& split, int index
 
 fs::path write_shapes_dataset(const fs::path& out, const ShapesOptions& o) {
   if (o.imgsz < 32 || o.train < 1 || o.val < 1) throw Error("shapes dataset: need imgsz >= 32 and train, val >= 1");
+  if (o.segments && o.keypoints) throw Error("shapes dataset: polygons or keypoints, not both");
   write_split(out, "train", o.train, o);
   write_split(out, "val", o.val, o);
   const fs::path yaml = out / "data.yaml";
   std::ofstream y(yaml, std::ios::binary | std::ios::trunc);
-  y << "# Synthetic shapes " << (o.segments ? "segmentation " : "") << "dataset written by yolotrain (seed " << o.seed
-    << ").\n"
+  y << "# Synthetic shapes " << (o.segments ? "segmentation " : o.keypoints ? "pose " : "")
+    << "dataset written by yolotrain (seed " << o.seed << ").\n"
     << "path: .\ntrain: images/train\nval: images/val\nnc: " << kClasses << "\nnames:\n";
   for (int i = 0; i < kClasses; ++i) y << "  " << i << ": " << kNames[i] << "\n";
+  if (o.keypoints) write_pose_keys(y);
   if (!y) throw Error(yaml.string() + ": cannot write");
   return yaml;
 }

@@ -15,15 +15,16 @@ namespace yolotrain::engine {
 namespace fs = std::filesystem;
 
 fs::path data_yaml(const TrainConfig& cfg) {
-  const bool segments = cfg.data == "shapes-seg";
-  if (cfg.data != "shapes" && !segments && !cfg.data.empty()) return cfg.data;
+  const bool segments = cfg.data == "shapes-seg", keypoints = cfg.data == "shapes-pose";
+  if (cfg.data != "shapes" && !segments && !keypoints && !cfg.data.empty()) return cfg.data;
   // "-v2": the plainer set (issue 13); a folder written by an older yolotrain is left alone.
-  const fs::path dir = fs::path(cfg.project) / (segments ? ".shapes-seg" : ".shapes-v2");
+  const fs::path dir = fs::path(cfg.project) / (segments ? ".shapes-seg" : keypoints ? ".shapes-pose" : ".shapes-v2");
   if (fs::exists(dir / "data.yaml")) return dir / "data.yaml";
-  std::cout << "data=" << (segments ? "shapes-seg" : "shapes") << ": writing the built-in synthetic dataset to "
-            << dir.string() << std::endl;
+  std::cout << "data=" << (segments ? "shapes-seg" : keypoints ? "shapes-pose" : "shapes")
+            << ": writing the built-in synthetic dataset to " << dir.string() << std::endl;
   data::ShapesOptions options;
   options.segments = segments;
+  options.keypoints = keypoints;
   return data::write_shapes_dataset(dir, options);
 }
 

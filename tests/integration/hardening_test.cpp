@@ -25,7 +25,7 @@ constexpr long kPeakRssLimitKb = 1536L * 1024;
 // The tiny shapes set with a PNG and a JPEG bomb (40000 x 40000 declared) among its training images.
 fs::path shapes_with_bombs(const yt::TempDir& tmp) {
   fs::copy(yt::tiny_shapes_dataset().parent_path(), tmp / "ds", fs::copy_options::recursive);
-  fs::remove(tmp / "ds/labels/train.cache");
+  fs::remove(tmp / "ds/labels/train.yolotrain.cache");
   yt::write_png_bomb(tmp / "ds/images/train/bomb_png.png", 40000, 40000);
   yt::write_jpeg_bomb(tmp / "ds/images/train/bomb_jpg.jpg", 40000, 40000);
   for (const char* stem : {"bomb_png", "bomb_jpg"}) {

@@ -25,15 +25,22 @@ struct AugmentConfig {
   /// copy_paste's source: false, the sample mirrored ("flip"); true, another sample ("mixup": applied
   /// with probability copy_paste after random_perspective).
   bool copy_paste_mixup = false;
+  /// A pose dataset's `flip_idx` (its data YAML): the keypoint each one becomes under a flip,
+  /// applied by random_flip() for either direction, as Ultralytics' RandomFlip. Empty: none.
+  std::vector<int> flip_idx;
 };
 
 /// A box in pixels (corners) with its class, as augmentations carry them, and its outline when the
 /// labels are polygons: x y pairs in pixels (resampled to 1000 points, as Ultralytics does), which
-/// the augmentations move with the box and from which random_perspective() recomputes the box.
+/// the augmentations move with the box and from which random_perspective() recomputes the box;
+/// and its keypoints for pose labels: x y visibility triplets, x y in pixels, which the
+/// augmentations move, marking those they put outside the image invisible (visibility 0) and
+/// clipping them to it, as Ultralytics' Instances.clip.
 struct PixelBox {
   int cls = 0;
   float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-  std::vector<float> segment;  ///< empty for a box label
+  std::vector<float> segment;    ///< empty for a box label
+  std::vector<float> keypoints;  ///< empty unless pose labels
 };
 
 /// Whether any of `boxes` carries an outline (the labels are polygons).
@@ -78,7 +85,8 @@ void random_perspective(Labelled& sample, const AugmentConfig& cfg, Rng& rng, in
 /// Ultralytics' RandomHSV: LUTs on the HSV channels with gains 1 + uniform(-1, 1) * (h, s, v).
 void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng);
 
-/// Ultralytics' RandomFlip, up-down with p = flipud then left-right with p = fliplr.
+/// Ultralytics' RandomFlip, up-down with p = flipud then left-right with p = fliplr; keypoints
+/// are reordered by cfg.flip_idx after either flip (Ultralytics does it for both directions).
 void random_flip(Labelled& sample, const AugmentConfig& cfg, Rng& rng);
 
 /// Ultralytics' MixUp: r ~ Beta(32, 32), image = a*r + b*(1-r) (same size), boxes concatenated.

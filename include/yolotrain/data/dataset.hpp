@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,11 @@ struct ImageRecord {
   /// each box, boxes[i] being its bounding box (Ultralytics' segments2boxes), as normalized
   /// x, y pairs; empty when the label file holds boxes.
   std::vector<std::vector<float>> segments;
+  /// Pose labels (`class cx cy w h` + kpt_shape[0] x (x y [visible]), Ultralytics' pose format):
+  /// each box's keypoints as normalized x, y, visibility triplets (kpt_shape[0] * 3 floats; a
+  /// 2-dim label's visibility is 0 where x or y is negative, else 1, as Ultralytics sets it); empty
+  /// when the split is not read as pose (ScanOptions::kpt_shape).
+  std::vector<std::vector<float>> keypoints;
   std::int64_t sample = -1;  ///< in a memory_dataset(): the SampleSource index; -1: the file `image`
 };
 
@@ -54,20 +60,24 @@ struct ScanReport {
 
 /// Options of a scan.
 struct ScanOptions {
-  /// Where the labels cache lives; default: beside the labels folder, "<labels dir>.cache" (as
-  /// Ultralytics' labels/train.cache). A read-only location only costs a warning.
+  /// Where the labels cache lives; default: default_labels_cache_path() (`labels/train.yolotrain.cache`).
+  /// A read-only location only costs a warning.
   std::optional<std::filesystem::path> cache_path;
   bool use_cache = true;  ///< false: neither read nor write a cache
   int threads = 0;        ///< scan threads; 0 = hardware concurrency (at most 8)
   /// Coordinates beyond [0, 1] by at most this much (in corner space) are clipped with a warning;
   /// farther out, the label file is bad.
   float clip_tolerance = 0.01f;
+  /// Read the labels as pose labels with this many keypoints of 2 (x y) or 3 (x y visible) numbers
+  /// each (the data YAML's `kpt_shape`; load_split() takes it from there); unset: boxes or polygons.
+  std::optional<std::array<int, 2>> kpt_shape;
 };
 
 /// One label file as scan_images() reads it (read_label_file()).
 struct LabelFile {
   std::vector<Box> boxes;             ///< unique boxes, clipped to [0, 1]
   std::vector<std::vector<float>> segments;  ///< each box's polygon (polygon labels), else empty
+  std::vector<std::vector<float>> keypoints;  ///< each box's keypoints (pose labels), else empty
   std::string problem;                ///< why the file is refused ("line 3: ..."); empty when usable
   std::vector<std::string> warnings;  ///< clipped boxes, duplicates removed
   std::size_t duplicates = 0;
@@ -77,8 +87,11 @@ struct LabelFile {
 /// what scan_images() does for each image's labels. A missing file is a background (no boxes).
 /// A file with a line of more than 6 columns holds polygons (`cls x1 y1 x2 y2 ...`, at least 3
 /// points), as Ultralytics decides: every line must then be one, and each box is its polygon's
-/// bounding box.
-LabelFile read_label_file(const std::filesystem::path& label, int nc, float clip_tolerance = 0.01f);
+/// bounding box. With `kpt_shape` every line is a pose label of exactly 5 + n * dims columns, its
+/// keypoints' x, y within [-0.01, 1.01] and every number at least -0.01 (Ultralytics'
+/// verify_image_label).
+LabelFile read_label_file(const std::filesystem::path& label, int nc, float clip_tolerance = 0.01f,
+                          std::optional<std::array<int, 2>> kpt_shape = std::nullopt);
 
 class SampleSource;
 
@@ -90,6 +103,9 @@ struct Dataset {
   ScanReport report;
   /// Where the pixels come from when they are not files (memory_dataset()); else null.
   std::shared_ptr<const SampleSource> source;
+  /// The pose labels' shape when the split was read as pose (ScanOptions::kpt_shape): every record
+  /// then has keypoints for each box.
+  std::optional<std::array<int, 2>> kpt_shape;
   int nc() const { return static_cast<int>(names.size()); }
   std::size_t size() const { return records.size(); }
   /// Labelled boxes in all records.
@@ -109,6 +125,12 @@ Dataset scan_images(const std::vector<std::filesystem::path>& images, const std:
 Dataset load_split(const DataConfig& config, const std::string& split, const ScanOptions& options = {});
 
 /// A cache key over the files' paths, sizes and modification times (and the scan settings).
-std::string scan_cache_key(const std::vector<std::filesystem::path>& images, int nc, float clip_tolerance);
+std::string scan_cache_key(const std::vector<std::filesystem::path>& images, int nc, float clip_tolerance,
+                           std::optional<std::array<int, 2>> kpt_shape = std::nullopt);
+
+/// Where a split's labels cache lives by default: beside its labels folder, named for yolotrain
+/// (`labels/train.yolotrain.cache`), apart from Ultralytics' `labels/train.cache`, which neither
+/// tool can read of the other's.
+std::filesystem::path default_labels_cache_path(const std::vector<std::filesystem::path>& images);
 
 }  // namespace yolotrain::data

@@ -72,6 +72,10 @@ struct Batch {
   at::Tensor masks;
   /// With mask_ratio: float32 [B, h, w], the class of each pixel (YOLO26-seg's semantic target).
   at::Tensor sem_masks;
+  /// A pose dataset's (Dataset::kpt_shape): float32 [N, kpt_shape[0], 3], each box's keypoints as
+  /// x, y normalized to the batch image and visibility (0 for those augmentations moved out of the
+  /// image), in bboxes' order (Ultralytics' Format with return_keypoint). Undefined without.
+  at::Tensor keypoints;
   std::vector<std::string> im_file;
   std::vector<std::pair<int, int>> ori_shape;      ///< (h, w) of the source image
   std::vector<std::pair<int, int>> resized_shape;  ///< (h, w) of the batch image

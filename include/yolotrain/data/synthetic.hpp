@@ -17,15 +17,27 @@ struct ShapesOptions {
   /// points, ellipse 32, triangle 3, cross 12; vertices at 1/16 px) and labelled with that very
   /// polygon (`class x1 y1 ...`), so the outline is exact. Other bytes than the box variant's.
   bool segments = false;
+  /// The pose variant (`data=shapes-pose`): shapes filled from the same polygons, each labelled with
+  /// its box and 5 keypoints exact to 1/16 px (kpt_shape [5, 3], visibility 2): the box's centre and
+  /// the shape's top, bottom, left and right points (the rectangle's edge midpoints, the ellipse's
+  /// extremes, the cross's arm tips; the triangle's apex, base midpoint and base corners), so that
+  /// flip_idx [0, 1, 2, 4, 3] mirrors them. Not with `segments`.
+  bool keypoints = false;
 };
+
+/// The shapes-pose set's keypoints per shape: kpt_shape [5, 3], its flip_idx and their names.
+constexpr int kShapesKeypoints = 5;
+const int* shapes_flip_idx();
+const char* const* shapes_keypoint_names();
 
 /// The class names of the shapes dataset: rectangle, ellipse, triangle, cross.
 const char* const* shapes_class_names(int* count);
 
 /// Writes a YOLO-layout dataset of shapes (4 classes; 1-4 vivid shapes per image, each 18-45 % of
 /// the side, apart from each other, inside the image, on a muted gradient with light noise) to
-/// `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt (boxes, or polygons with
-/// ShapesOptions::segments) and data.yaml (path: .). The bytes are a function of the options only.
+/// `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt (boxes, polygons with
+/// ShapesOptions::segments, boxes and keypoints with ShapesOptions::keypoints) and data.yaml
+/// (path: .; the pose variant's with kpt_shape, flip_idx and kpt_names). The bytes are a function of the options only.
 /// Returns the data.yaml path.
 std::filesystem::path write_shapes_dataset(const std::filesystem::path& out, const ShapesOptions& options = {});
 

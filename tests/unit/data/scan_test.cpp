@@ -186,7 +186,7 @@ TEST_CASE("scan: a damaged or cut labels cache is never trusted, a changed image
   }
   write_text(dir / "data.yaml", "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n");
   const DataConfig cfg = load_data_yaml(dir / "data.yaml");
-  const fs::path cache = dir / "labels/train.cache";  // the default place, as Ultralytics'
+  const fs::path cache = dir / "labels/train.yolotrain.cache";  // the default place, beside Ultralytics' own
   const Dataset fresh = load_split(cfg, "train");
   REQUIRE_FALSE(fresh.report.from_cache);
   REQUIRE(fs::exists(cache));

@@ -35,7 +35,7 @@ TEST_CASE("yolo_dataset: shapes then check", "[data][yolo_dataset]") {
   CHECK_THAT(out, Catch::Contains("split    images  backgrounds  corrupt  duplicates    boxes"));
   CHECK_THAT(out, Catch::Contains("train         6            0        0           0"));
   CHECK_THAT(out, Catch::Contains("OK: every split is usable"));
-  CHECK_FALSE(fs::exists(dir / "ds/labels/train.cache"));  // check writes nothing
+  CHECK_FALSE(fs::exists(dir / "ds/labels/train.yolotrain.cache"));  // check writes nothing
 }
 
 TEST_CASE("yolo_dataset: check reports corrupt files and unusable splits", "[data][yolo_dataset]") {
