@@ -17,7 +17,8 @@ namespace {
 
 int usage() {
   std::cerr << "usage: yolo_dataset check DATA_YAML\n"
-               "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints]\n";
+               "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z]\n"
+               "                           [--segments | --keypoints]\n";
   return 2;
 }
 

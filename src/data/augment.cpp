@@ -64,8 +64,10 @@ std::vector<float> warp_keypoints(const std::vector<float>& k, const cv::Matx33d
 void reorder_keypoints(std::vector<float>& k, const std::vector<int>& flip_idx) {
   if (flip_idx.empty() || k.empty()) return;
   const std::vector<float> was = k;
-  for (size_t j = 0; j < flip_idx.size() && 3 * j < k.size(); ++j)
-    std::copy_n(was.begin() + 3 * static_cast<std::ptrdiff_t>(flip_idx[j]), 3, k.begin() + 3 * static_cast<std::ptrdiff_t>(j));
+  for (size_t j = 0; j < flip_idx.size() && 3 * j < k.size(); ++j) {
+    const auto from = 3 * static_cast<std::ptrdiff_t>(flip_idx[j]), to = 3 * static_cast<std::ptrdiff_t>(j);
+    std::copy_n(was.begin() + from, 3, k.begin() + to);
+  }
 }
 
 // RandomPerspective.apply_segments + Instances.clip for one outline: transformed in float64

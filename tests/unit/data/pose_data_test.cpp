@@ -177,7 +177,8 @@ TEST_CASE("augment: keypoints follow their pixels through random_perspective, th
         ++hidden;
         continue;
       }
-      const int px = std::min(static_cast<int>(x), s.image.width - 1), py = std::min(static_cast<int>(y), s.image.height - 1);
+      const int px = std::min(static_cast<int>(x), s.image.width - 1);
+      const int py = std::min(static_cast<int>(y), s.image.height - 1);
       const std::uint8_t* p = s.image.pixel(py, px);
       INFO("seed " << seed << " keypoint " << j << " at " << x << "," << y);
       CHECK(std::abs(p[0] - 255.0 * points[j].first / w) < 8);  // pattern_image's colour of the source point
