@@ -133,7 +133,7 @@ TEST_CASE("pose labels: coco8-pose's keypoints, kept by the labels cache", "[dat
   CHECK(scan_cache_key(images, 1, 0.01f) != scan_cache_key(images, 1, 0.01f, std::array<int, 2>{17, 3}));
 }
 
-TEST_CASE("labels cache: a name of its own beside Ultralytics' cache, which is left alone; an old one of ours goes",
+TEST_CASE("labels cache: a name of its own beside Ultralytics' cache, which is left alone, and an old one of ours goes",
           "[data][scan]") {
   TempDir dir;
   write_jpeg(dir / "images/train/a.jpg");
@@ -190,7 +190,8 @@ TEST_CASE("augment: keypoints follow their pixels through random_perspective, th
   CHECK(hidden > 0);  // some landed outside, marked invisible and clipped
 }
 
-TEST_CASE("augment: a flip mirrors keypoints and reorders them by flip_idx, in both directions", "[data][augment][pose]") {
+TEST_CASE("augment: a flip mirrors keypoints and reorders them by flip_idx, in both directions",
+          "[data][augment][pose]") {
   AugmentConfig cfg;
   cfg.fliplr = 1, cfg.flipud = 0, cfg.flip_idx = {1, 0, 2};
   Labelled s = pose_sample(100, 200, {{30, 40}, {150, 60}, {100, 10}});
