@@ -20,6 +20,18 @@ torch::nn::Sequential branch(int64_t c_in, int64_t hidden, int64_t c_out) {
                                torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, c_out, 1)));
 }
 
+// Pose26's cv4: the two Convs its keypoint and scale outputs share.
+torch::nn::Sequential two_convs(int64_t c_in, int64_t hidden) {
+  return torch::nn::Sequential(Conv(ConvOptions(c_in, hidden, 3)), Conv(ConvOptions(hidden, hidden, 3)));
+}
+
+// A 1x1 Conv2d per level (Pose26's cv4_kpts, cv4_sigma).
+torch::nn::ModuleList outputs_1x1(size_t levels, int64_t c_in, int64_t c_out) {
+  torch::nn::ModuleList list;
+  for (size_t i = 0; i < levels; ++i) list->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(c_in, c_out, 1)));
+  return list;
+}
+
 // YOLO11's class branch (Detect with legacy false). Ultralytics nests Sequentials, which
 // libtorch's Sequential cannot hold: ModuleLists give the same names (cv3.0.0.0, ...), and
 // run_branch walks the children in order.
@@ -71,9 +83,9 @@ void without_drawing(Build build) {
 
 // Detect.get_topk_index + postprocess (8.4, not agnostic, one group): the k anchors with the best
 // class score, then the best k (anchor, class) pairs among them; Segment.postprocess gathers the
-// anchors' nm mask coefficients too.
-at::Tensor top_k_detections(const at::Tensor& preds, int64_t nc, int64_t nm, int64_t max_det) {
-  const auto parts = preds.split_with_sizes({4, nc, nm}, -1);
+// anchors' nm mask coefficients too, Pose.postprocess their nk keypoint values (`extra` of them).
+at::Tensor top_k_detections(const at::Tensor& preds, int64_t nc, int64_t extra, int64_t max_det) {
+  const auto parts = preds.split_with_sizes({4, nc, extra}, -1);
   const int64_t k = std::min<int64_t>(max_det, preds.size(1));
   const at::Tensor ori_index = std::get<1>(std::get<0>(parts[1].max(-1)).topk(k, 1)).unsqueeze(-1);
   const at::Tensor scores = parts[1].gather(1, ori_index.expand({-1, -1, nc}));
@@ -81,7 +93,7 @@ at::Tensor top_k_detections(const at::Tensor& preds, int64_t nc, int64_t nm, int
   const at::Tensor idx = ori_index.gather(1, index.div(nc, "floor").unsqueeze(-1));
   const at::Tensor boxes = parts[0].gather(1, idx.expand({-1, -1, 4}));
   std::vector<at::Tensor> out = {boxes, best.unsqueeze(-1), index.remainder(nc).unsqueeze(-1).to(best.scalar_type())};
-  if (nm > 0) out.push_back(parts[2].gather(1, idx.expand({-1, -1, nm})));
+  if (extra > 0) out.push_back(parts[2].gather(1, idx.expand({-1, -1, extra})));
   return at::cat(out, -1);
 }
 
@@ -114,8 +126,59 @@ void DetectImpl::reset() {
     copy_tensors(*cv3, *one2one_cv3);
   }
   proto = nullptr;
-  cv4 = one2one_cv4 = nullptr;
+  cv4 = one2one_cv4 = cv4_kpts = cv4_sigma = one2one_cv4_kpts = one2one_cv4_sigma = nullptr;
+  flow_model = nullptr;
+  if (o.nm() > 0 && keypoints()) throw Error("Detect: a head has mask coefficients or keypoints, not both");
   if (o.nm() > 0) build_mask_branch();
+  if (keypoints()) build_pose_branch();
+}
+
+// Pose.__init__ after Detect's: cv4 (Conv3x3, Conv3x3, Conv2d -> nk), one2one_cv4 = deepcopy(cv4).
+// Pose26.__init__ then builds flow_model = RealNVP(), replaces cv4 by two Convs of
+// max(ch[0] / 4, n * (dims + 2)) channels, adds cv4_kpts and cv4_sigma, and their one-to-one
+// copies: every draw in that order, Pose's discarded cv4 included.
+void DetectImpl::build_pose_branch() {
+  const auto& o = options;
+  const auto& ks = o.kpt_shape();
+  if (ks.size() != 2 || ks[0] < 1 || ks[0] > 10000 || (ks[1] != 2 && ks[1] != 3)) {
+    std::string given;
+    for (int64_t v : ks) given += (given.empty() ? "" : ", ") + std::to_string(v);
+    throw Error("Pose: kpt_shape must be [keypoints, 2 or 3] (x y, or x y visible), got [" + given + "]");
+  }
+  const size_t levels = o.ch().size();
+  auto build = [&](torch::nn::ModuleList& list, const std::string& name, const torch::nn::ModuleList& made) {
+    list = list ? replace_module(name, made) : register_module(name, made);
+  };
+  auto pose_cv4 = [&] {
+    torch::nn::ModuleList list;
+    for (int64_t c : o.ch()) list->push_back(branch(c, std::max<int64_t>(o.ch()[0] / 4, nk()), nk()));
+    return list;
+  };
+  build(cv4, "cv4", pose_cv4());
+  if (o.end2end()) {
+    without_drawing([&] { build(one2one_cv4, "one2one_cv4", pose_cv4()); });
+    copy_tensors(*cv4, *one2one_cv4);
+  }
+  if (!o.pose26()) return;
+  flow_model = register_module("flow_model", RealNVP());
+  const int64_t c4 = std::max<int64_t>(o.ch()[0] / 4, ks[0] * (ks[1] + 2));
+  auto shared_convs = [&] {
+    torch::nn::ModuleList list;
+    for (int64_t c : o.ch()) list->push_back(two_convs(c, c4));
+    return list;
+  };
+  build(cv4, "cv4", shared_convs());
+  build(cv4_kpts, "cv4_kpts", outputs_1x1(levels, c4, nk()));
+  build(cv4_sigma, "cv4_sigma", outputs_1x1(levels, c4, 2 * ks[0]));
+  if (!o.end2end()) return;
+  without_drawing([&] {
+    build(one2one_cv4, "one2one_cv4", shared_convs());
+    build(one2one_cv4_kpts, "one2one_cv4_kpts", outputs_1x1(levels, c4, nk()));
+    build(one2one_cv4_sigma, "one2one_cv4_sigma", outputs_1x1(levels, c4, 2 * ks[0]));
+  });
+  copy_tensors(*cv4, *one2one_cv4);
+  copy_tensors(*cv4_kpts, *one2one_cv4_kpts);
+  copy_tensors(*cv4_sigma, *one2one_cv4_sigma);
 }
 
 // Segment.__init__ after Detect's: Proto(ch[0], npr, nm), cv4, one2one_cv4 = deepcopy(cv4);
@@ -138,12 +201,34 @@ void DetectImpl::build_mask_branch() {
   if (o.proto26()) proto = replace_module("proto", Proto(proto_options.nc(o.nc()).multi_scale(true)));
 }
 
-at::Tensor DetectImpl::mask_coefficients(const torch::nn::ModuleList& branch_list, const std::vector<at::Tensor>& xs) {
+at::Tensor DetectImpl::per_anchor(const torch::nn::ModuleList& branch_list, const std::vector<at::Tensor>& xs,
+                                  int64_t channels) {
   const int64_t b = xs[0].size(0);
   std::vector<at::Tensor> levels;
   for (size_t i = 0; i < xs.size(); ++i)
-    levels.push_back(run_branch(*branch_list->ptr(i), xs[i]).view({b, options.nm(), -1}));
+    levels.push_back(run_branch(*branch_list->ptr(i), xs[i]).view({b, channels, -1}));
   return at::cat(levels, 2);
+}
+
+void DetectImpl::pose_outputs(bool one2one, const std::vector<at::Tensor>& xs, at::Tensor& keypoints,
+                              at::Tensor& sigma) {
+  const torch::nn::ModuleList& head = one2one ? one2one_cv4 : cv4;
+  if (!options.pose26()) {
+    keypoints = per_anchor(head, xs, nk());
+    return;
+  }
+  const torch::nn::ModuleList& kpts = one2one ? one2one_cv4_kpts : cv4_kpts;
+  const torch::nn::ModuleList& scales = one2one ? one2one_cv4_sigma : cv4_sigma;
+  const int64_t b = xs[0].size(0), n_sigma = 2 * options.kpt_shape()[0];
+  std::vector<at::Tensor> k, s;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const at::Tensor features = run_branch(*head->ptr(i), xs[i]);
+    k.push_back(detail::forward_conv(*kpts->ptr(i)->as<torch::nn::Conv2dImpl>(), features).view({b, nk(), -1}));
+    if (is_training())  // Pose26: the scales only in training (the RLE loss)
+      s.push_back(detail::forward_conv(*scales->ptr(i)->as<torch::nn::Conv2dImpl>(), features).view({b, n_sigma, -1}));
+  }
+  keypoints = at::cat(k, 2);
+  if (!s.empty()) sigma = at::cat(s, 2);
 }
 
 std::vector<at::Tensor> DetectImpl::run(const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls,
@@ -165,8 +250,9 @@ std::vector<at::Tensor> DetectImpl::forward(const std::vector<at::Tensor>& xs) {
 HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
   HeadOutputs out;
   out.one2many = forward(xs);
+  if (keypoints()) pose_outputs(false, xs, out.keypoints, out.keypoint_sigma);
   if (segments()) {
-    out.mask_coefficients = mask_coefficients(cv4, xs);
+    out.mask_coefficients = per_anchor(cv4, xs, options.nm());
     ProtoOutputs p = proto->forward(xs);
     out.proto = std::move(p.proto);
     out.semantic = std::move(p.semantic);
@@ -177,7 +263,8 @@ HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
     for (auto& x : in) x = x.detach();
   }
   out.one2one = run(one2one_cv2, one2one_cv3, in);
-  if (segments()) out.one2one_mask_coefficients = mask_coefficients(one2one_cv4, in);
+  if (segments()) out.one2one_mask_coefficients = per_anchor(one2one_cv4, in, options.nm());
+  if (keypoints()) pose_outputs(true, in, out.one2one_keypoints, out.one2one_keypoint_sigma);
   return out;
 }
 
@@ -197,16 +284,35 @@ at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw, bool xyxy) {
   return at::cat({dbox, parts[1].sigmoid()}, 1);
 }
 
+at::Tensor DetectImpl::decode_keypoints(const at::Tensor& keypoints, const std::vector<at::Tensor>& raw) const {
+  auto [anchors, strides] = make_anchors(raw, stride, 0.5);
+  const int64_t b = keypoints.size(0), n = options.kpt_shape()[0], dims = options.kpt_shape()[1];
+  const at::Tensor y = keypoints.view({b, n, dims, -1});
+  const at::Tensor s = strides.view({-1});
+  std::vector<at::Tensor> parts;
+  for (int64_t d = 0; d < 2; ++d) {
+    const at::Tensor a = anchors.select(1, d), v = y.select(2, d);
+    parts.push_back(options.pose26() ? (v + a) * s : (v * 2.0 + (a - 0.5)) * s);  // Pose26: no * 2 - 0.5
+  }
+  if (dims == 3) parts.push_back(y.select(2, 2).sigmoid());
+  return at::stack(parts, 2).view({b, n * dims, -1});
+}
+
 at::Tensor DetectImpl::inference(const HeadOutputs& heads) {
-  const auto with_masks = [&](at::Tensor decoded, const at::Tensor& coefficients) {
-    if (!segments()) return decoded;
-    if (!coefficients.defined()) throw Error("Segment::inference: the mask coefficients are missing");
-    return at::cat({decoded, coefficients}, 1);
+  // Segment._inference appends the mask coefficients, Pose._inference the decoded keypoints.
+  const auto with_extra = [&](at::Tensor decoded, const at::Tensor& coefficients, const at::Tensor& kpts,
+                              const std::vector<at::Tensor>& raw) {
+    if (segments() && !coefficients.defined()) throw Error("Segment::inference: the mask coefficients are missing");
+    if (keypoints() && !kpts.defined()) throw Error("Pose::inference: the keypoints are missing");
+    if (segments()) return at::cat({decoded, coefficients}, 1);
+    if (keypoints()) return at::cat({decoded, decode_keypoints(kpts, raw)}, 1);
+    return decoded;
   };
-  if (!end2end()) return with_masks(decode(heads.one2many), heads.mask_coefficients);
+  if (!end2end()) return with_extra(decode(heads.one2many), heads.mask_coefficients, heads.keypoints, heads.one2many);
   if (heads.one2one.empty()) throw Error("Detect::inference: the end-to-end head needs its one-to-one outputs");
-  return top_k_detections(with_masks(decode(heads.one2one, true), heads.one2one_mask_coefficients).permute({0, 2, 1}),
-                          options.nc(), options.nm(), options.max_det());
+  const at::Tensor all = with_extra(decode(heads.one2one, true), heads.one2one_mask_coefficients,
+                                    heads.one2one_keypoints, heads.one2one);
+  return top_k_detections(all.permute({0, 2, 1}), options.nc(), segments() ? options.nm() : nk(), options.max_det());
 }
 
 void DetectImpl::bias_init() {

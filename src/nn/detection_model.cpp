@@ -38,7 +38,7 @@ void DetectionModelImpl::build() {
   const ModelSource source = resolve_model(options.model());
   const detail::ModelDef def =
       detail::load_model_def(source.path, options.scale().empty() ? source.scale : options.scale(), options.nc(),
-                             options.ch(), builds_like_84(options.ultralytics()));
+                             options.ch(), builds_like_84(options.ultralytics()), options.kpt_shape());
   yaml_path_ = def.path;
   strides_.clear();
   scale_ = def.scale;
@@ -72,7 +72,7 @@ void DetectionModelImpl::build() {
     ch.push_back(built.c2);
   }
   if (layers_.empty() || !layers_.back().kind->rules.head) {
-    throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect or Segment layer");
+    throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect, Segment or Pose layer");
   }
   nc_ = head()->options.nc();
   for (const auto& m : modules(/*include_self=*/false)) {

@@ -73,6 +73,8 @@ LayerKind concat_kind();
 LayerKind detect_kind();
 LayerKind segment_kind();
 LayerKind segment26_kind();
+LayerKind pose_kind();
+LayerKind pose26_kind();
 
 /// A Detect row's options (also the start of a Segment row's).
 DetectOptions detect_options(const LayerRow& row);

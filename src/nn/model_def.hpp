@@ -34,16 +34,20 @@ struct ModelDef {
   double max_channels = 0;  ///< infinite when the YAML has no scales
   int64_t reg_max = 16;     ///< DFL bins (YAML `reg_max`; YOLO26: 1)
   bool end2end = false;     ///< YAML `end2end`: Detect gets the one-to-one branch (YOLO26)
+  /// YAML `kpt_shape` ([keypoints, dims]; a Pose row's `kpt_shape` argument), or the dataset's
+  /// when given (Ultralytics' PoseModel data_kpt_shape); empty when neither.
+  std::vector<int64_t> kpt_shape;
   /// Ultralytics 8.4's parse_model and modules (true) or 8.3's (DetectionModelOptions::ultralytics).
   bool ultralytics84 = true;
   std::vector<LayerDef> layers;
 };
 
 /// Reads and checks `path`; `scale` picks a row of `scales` (first one when empty), `nc`
-/// overrides the YAML's nc, `ch` is used when the YAML has none. Throws yolotrain::Error naming
-/// the file and the row.
+/// overrides the YAML's nc, `ch` is used when the YAML has none, a non-empty `kpt_shape` the YAML's.
+/// Throws yolotrain::Error naming the file and the row.
 ModelDef load_model_def(const std::filesystem::path& path, const std::string& scale,
-                        std::optional<int64_t> nc, int64_t ch, bool ultralytics84 = true);
+                        std::optional<int64_t> nc, int64_t ch, bool ultralytics84 = true,
+                        const std::vector<int64_t>& kpt_shape = {});
 
 /// "model YAML <path>: <where>: " prefix for messages about a row.
 std::string row_context(const ModelDef& def, const LayerDef& layer);

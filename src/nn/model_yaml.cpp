@@ -172,7 +172,7 @@ std::string row_context(const ModelDef& def, const LayerDef& layer) {
 }
 
 ModelDef load_model_def(const fs::path& path, const std::string& scale, std::optional<int64_t> nc, int64_t ch,
-                        bool ultralytics84) {
+                        bool ultralytics84, const std::vector<int64_t>& kpt_shape) {
   ModelDef def;
   def.path = path;
   def.ultralytics84 = ultralytics84;
@@ -194,6 +194,8 @@ ModelDef load_model_def(const fs::path& path, const std::string& scale, std::opt
     def.ch = root["ch"] ? root["ch"].as<int64_t>() : ch;
     if (root["reg_max"]) def.reg_max = root["reg_max"].as<int64_t>();
     if (root["end2end"] && !root["end2end"].IsNull()) def.end2end = root["end2end"].as<bool>();
+    if (root["kpt_shape"] && !root["kpt_shape"].IsNull()) def.kpt_shape = root["kpt_shape"].as<std::vector<int64_t>>();
+    if (!kpt_shape.empty()) def.kpt_shape = kpt_shape;  // PoseModel: the dataset's kpt_shape wins
     read_scale(def, root, scale);
   } catch (const YAML::Exception& e) {
     fail(path, std::string("bad value: ") + e.what());

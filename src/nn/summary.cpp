@@ -75,6 +75,11 @@ int64_t count_layers(DetectionModelImpl& model) {
     if (const auto* conv = m->as<ConvImpl>(); conv != nullptr && conv->act.is_empty()) ++layers;
   }
   if (model.head()->dfl.is_empty()) ++layers;
+  // YOLO26-pose's RealNVP builds its nets with SiLU instances of their own, each a layer.
+  if (!model.head()->flow_model.is_empty()) {
+    for (const auto& m : model.head()->flow_model->modules(/*include_self=*/false))
+      layers += m->as<torch::nn::SiLUImpl>() != nullptr;
+  }
   // Ultralytics builds the one-to-one branch by copy.deepcopy(cv2 / cv3, and a Segment's cv4): each
   // copy brings its own instance of the shared SiLU.
   if (silu && !model.head()->one2one_cv2.is_empty()) layers += model.head()->one2one_cv4.is_empty() ? 2 : 3;

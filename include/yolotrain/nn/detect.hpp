@@ -11,6 +11,7 @@
 #include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/nn/block.hpp"
 #include "yolotrain/nn/proto.hpp"
+#include "yolotrain/nn/realnvp.hpp"
 
 namespace yolotrain::nn {
 
@@ -40,6 +41,12 @@ struct DetectOptions {
   TORCH_ARG(int64_t, npr) = 256;
   /// YOLO26-seg's Segment26: its Proto is Proto26 (all levels, a semantic branch).
   TORCH_ARG(bool, proto26) = false;
+  /// Keypoints per anchor, {n, 2 | 3}: Ultralytics' Pose (x y [visibility] per keypoint, a branch
+  /// `cv4` of Conv3x3, Conv3x3, Conv2d 1x1 -> n * dims); empty for detection and segmentation.
+  TORCH_ARG(std::vector<int64_t>, kpt_shape) = {};
+  /// YOLO26-pose's Pose26: `cv4` is two Convs shared by `cv4_kpts` (-> n * dims) and `cv4_sigma`
+  /// (-> 2n, each keypoint's x and y scale, trained through the RLE loss's `flow_model`).
+  TORCH_ARG(bool, pose26) = false;
 };
 
 /// The raw outputs of both branches, per level [B, 4*reg_max + nc, H_i, W_i]; `one2one` is empty
@@ -47,6 +54,8 @@ struct DetectOptions {
 /// mask coefficients [B, nm, A] (anchors level by level, as the levels flatten), the prototypes
 /// [B, nm, 2*H3, 2*W3] both branches share (Ultralytics' one-to-one loss reads them detached) and,
 /// for YOLO26-seg in training, the semantic logits [B, nc, H3, W3]; all undefined for detection.
+/// A pose head adds each branch's raw keypoints [B, n * dims, A] and, for YOLO26-pose in training,
+/// their scales [B, 2n, A] (Pose26's kpts_sigma).
 struct HeadOutputs {
   std::vector<at::Tensor> one2many;
   std::vector<at::Tensor> one2one;
@@ -54,6 +63,10 @@ struct HeadOutputs {
   at::Tensor one2one_mask_coefficients;
   at::Tensor proto;
   at::Tensor semantic;
+  at::Tensor keypoints;
+  at::Tensor one2one_keypoints;
+  at::Tensor keypoint_sigma;
+  at::Tensor one2one_keypoint_sigma;
 };
 
 /// Ultralytics' Detect head. Children `cv2` (box branch per level: Conv3x3, Conv3x3, Conv2d 1x1 ->
@@ -83,7 +96,9 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   /// What Ultralytics' eval forward returns: end-to-end, [B, min(max_det, A), 6] = x1 y1 x2 y2,
   /// score, class from the one-to-one branch's top-k (Detect.postprocess); otherwise decode() of the
   /// one-to-many branch, [B, 4+nc, A], for NMS. A segmentation head appends the nm mask
-  /// coefficients: [B, k, 6+nm] and [B, 4+nc+nm, A] (Segment._inference / postprocess).
+  /// coefficients: [B, k, 6+nm] and [B, 4+nc+nm, A] (Segment._inference / postprocess); a pose head
+  /// its decoded keypoints (pixels, sigmoid visibility): [B, k, 6+n*dims] and [B, 4+nc+n*dims, A]
+  /// (Pose._inference, kpts_decode / postprocess).
   at::Tensor inference(const HeadOutputs& heads);
 
   /// Ultralytics' bias_init() on every branch: box biases `box_bias`, class biases
@@ -100,6 +115,14 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   int64_t no() const { return options.nc() + 4 * options.reg_max(); }
   /// True for a segmentation head (nm > 0).
   bool segments() const { return options.nm() > 0; }
+  /// True for a pose head (kpt_shape set).
+  bool keypoints() const { return !options.kpt_shape().empty(); }
+  /// Keypoint values per anchor, n * dims (0 without keypoints).
+  int64_t nk() const { return keypoints() ? options.kpt_shape()[0] * options.kpt_shape()[1] : 0; }
+
+  /// Pose.kpts_decode / Pose26.kpts_decode: raw keypoints [B, n*dims, A] to pixels over the anchors
+  /// of `raw` (the levels they came with); visibility through a sigmoid.
+  at::Tensor decode_keypoints(const at::Tensor& keypoints, const std::vector<at::Tensor>& raw) const;
 
   DetectOptions options;
   /// Stride of each level (empty until set).
@@ -113,11 +136,21 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   Proto proto{nullptr};
   torch::nn::ModuleList cv4{nullptr};
   torch::nn::ModuleList one2one_cv4{nullptr};
+  /// YOLO26-pose only: the keypoint and scale outputs over cv4, and the RLE loss's flow.
+  RealNVP flow_model{nullptr};
+  torch::nn::ModuleList cv4_kpts{nullptr};
+  torch::nn::ModuleList cv4_sigma{nullptr};
+  torch::nn::ModuleList one2one_cv4_kpts{nullptr};
+  torch::nn::ModuleList one2one_cv4_sigma{nullptr};
 
  private:
   void build_mask_branch();
-  /// [B, nm, A]: a mask-coefficient branch over the levels.
-  at::Tensor mask_coefficients(const torch::nn::ModuleList& branch, const std::vector<at::Tensor>& xs);
+  void build_pose_branch();
+  /// A branch list's per-level outputs, viewed [B, channels, H*W] and joined over the levels (a
+  /// mask-coefficient or keypoint branch).
+  at::Tensor per_anchor(const torch::nn::ModuleList& branch, const std::vector<at::Tensor>& xs, int64_t channels);
+  /// One branch's raw keypoints (and, for Pose26 in training, their scales).
+  void pose_outputs(bool one2one, const std::vector<at::Tensor>& xs, at::Tensor& keypoints, at::Tensor& sigma);
   std::vector<at::Tensor> run(const torch::nn::ModuleList& box, const torch::nn::ModuleList& cls,
                               const std::vector<at::Tensor>& xs);
   bool end2end_on_ = true;

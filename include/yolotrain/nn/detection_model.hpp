@@ -35,6 +35,9 @@ struct DetectionModelOptions {
   /// leaving BatchNorm's statistics alone) or "8.3" (8.0 to 8.3; "8.0" ... "8.2" say the same).
   /// A `.pt` file builds what it pickled, whatever this says (io::read_ultralytics_pt).
   TORCH_ARG(std::string, ultralytics) = "8.4";
+  /// A pose model's keypoints, {n, 2 | 3}, replacing the YAML's `kpt_shape` (Ultralytics' PoseModel
+  /// takes the dataset's: data_kpt_shape); empty keeps the YAML's.
+  TORCH_ARG(std::vector<int64_t>, kpt_shape) = {};
 };
 
 /// A YOLO detection model (YOLOv8, YOLO11, YOLO26) built from a model YAML in Ultralytics' schema; the same network as
@@ -77,8 +80,11 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   int64_t max_stride() const;
   /// Number of classes.
   int64_t nc() const { return nc_; }
-  /// Ultralytics' task name, from the head: "segment" (a Segment head) or "detect".
-  std::string task() const { return head()->segments() ? "segment" : "detect"; }
+  /// Ultralytics' task name, from the head: "segment" (a Segment head), "pose" (a Pose head) or
+  /// "detect".
+  std::string task() const {
+    return head()->segments() ? "segment" : head()->keypoints() ? "pose" : "detect";
+  }
   /// Class names (from the options, else "0" ... "nc-1").
   std::vector<std::string> names() const;
   /// The scale used ("n", "s", ...; empty when the YAML has no scales).
