@@ -28,7 +28,8 @@ RealNVPImpl::RealNVPImpl() { reset(); }
 void RealNVPImpl::reset() {
   loc = register_buffer("loc", at::zeros({2}));
   cov = register_buffer("cov", at::eye(2));
-  mask = register_buffer("mask", at::tensor({0.f, 1.f, 1.f, 0.f, 0.f, 1.f, 1.f, 0.f, 0.f, 1.f, 1.f, 0.f}).view({kLayers, 2}));
+  const at::Tensor masks = at::tensor({0.f, 1.f, 1.f, 0.f, 0.f, 1.f, 1.f, 0.f, 0.f, 1.f, 1.f, 0.f});
+  mask = register_buffer("mask", masks.view({kLayers, 2}));
   // Ultralytics: s = ModuleList(nets() for each mask), then t likewise; each Linear draws its
   // default init as built, then init_weights() redraws every weight (s's first, in module order).
   s = register_module("s", torch::nn::ModuleList());

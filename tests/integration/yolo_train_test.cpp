@@ -732,3 +732,13 @@ TEST_CASE("a pose dataset is refused in one line, before any label is read", "[i
   CHECK_THAT(f.output, Catch::Contains("names kpt_shape [17, 3]: a pose dataset, whose labels carry keypoints"));
   CHECK(f.output.find("coordinates") == std::string::npos);  // no label read as a polygon
 }
+
+TEST_CASE("a pose model is refused in one line before it trains, whatever the data", "[integration]") {
+  yt::TempDir tmp;
+  const Finished f = run_to_end(train_args(tmp / "p", {"model=yolo11n-pose.yaml"}), tmp / "out.txt");
+  INFO(f.output);
+  CHECK(f.code == 2);
+  CHECK_THAT(f.output, Catch::Contains("model=yolo11n-pose.yaml is a pose model (a Pose head): yolotrain builds and "
+                                       "runs pose networks but does not train them yet"));
+  CHECK_FALSE(fs::exists(tmp / "p" / "run" / "weights" / "last.pt"));
+}

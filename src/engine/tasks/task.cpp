@@ -51,6 +51,12 @@ void require_known_labels(const data::DataConfig& data, const std::string& data_
 }
 
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
+  if (model->task() == "pose") {  // the network builds (nn), its loss, metrics and task do not exist yet
+    const std::string head = model->head()->options.pose26() ? "Pose26" : "Pose";
+    throw ConfigError("model=" + cfg.model + " is a pose model (a " + head +
+                      " head): yolotrain builds and runs pose networks but does not train them yet; give a "
+                      "detection or segmentation model (e.g. yolo11n.yaml, yolo11n-seg.yaml)");
+  }
   if (model->task() == "segment") return make_segmentation_task(model, cfg);
   return make_detection_task(model, cfg);
 }

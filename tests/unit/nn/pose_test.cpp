@@ -44,8 +44,9 @@ TEST_CASE("the -pose models of every scale have Ultralytics 8.4's parameter coun
 }
 
 TEST_CASE("the -pose models' summaries count Ultralytics 8.4's layers", "[nn][pose]") {
-  for (const auto& [name, layers] :
-       std::vector<std::pair<std::string, int64_t>>{{"yolov8n-pose", 145}, {"yolo11n-pose", 197}, {"yolo26n-pose", 363}}) {
+  const std::vector<std::pair<std::string, int64_t>> counts = {
+      {"yolov8n-pose", 145}, {"yolo11n-pose", 197}, {"yolo26n-pose", 363}};
+  for (const auto& [name, layers] : counts) {
     INFO(name);
     nn::DetectionModel model(nn::DetectionModelOptions(name + ".yaml"));
     CHECK(nn::summarize(*model).layers == layers);
