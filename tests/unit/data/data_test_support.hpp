@@ -1,9 +1,11 @@
 #pragma once
 // Helpers of the data tests: the shared datasets, small generated images and datasets.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/image.hpp"
 
 namespace yolotrain::test {
@@ -12,6 +14,20 @@ namespace yolotrain::test {
 inline std::filesystem::path shared_dataset(const std::string& name) {
   const std::filesystem::path p = std::filesystem::path(YOLOTRAIN_SHARED_DIR) / "datasets" / name;
   return std::filesystem::exists(p / "data.yaml") ? p : std::filesystem::path();
+}
+
+/// Scan options that neither read nor write a labels cache.
+inline data::ScanOptions no_cache() {
+  data::ScanOptions o;
+  o.use_cache = false;
+  return o;
+}
+
+/// Whether the scan skipped `file` (a file name) with a reason containing `text`.
+inline bool has_problem(const data::ScanReport& r, const std::string& file, const std::string& text) {
+  return std::any_of(r.corrupt.begin(), r.corrupt.end(), [&](const data::Problem& p) {
+    return p.file.filename() == file && p.reason.find(text) != std::string::npos;
+  });
 }
 
 /// Writes `text` to `path`, creating its folder.

@@ -18,6 +18,8 @@
 
 namespace fs = std::filesystem;
 using namespace yolotrain::data;
+using yolotrain::test::has_problem;
+using yolotrain::test::no_cache;
 using yolotrain::test::pattern_image;
 using yolotrain::test::shared_dataset;
 using yolotrain::test::slurp;
@@ -26,18 +28,6 @@ using yolotrain::test::write_jpeg;
 using yolotrain::test::write_text;
 
 namespace {
-
-ScanOptions no_cache() {
-  ScanOptions o;
-  o.use_cache = false;
-  return o;
-}
-
-bool has_problem(const ScanReport& r, const std::string& file, const std::string& text) {
-  return std::any_of(r.corrupt.begin(), r.corrupt.end(), [&](const Problem& p) {
-    return p.file.filename() == file && p.reason.find(text) != std::string::npos;
-  });
-}
 
 bool has_warning(const ScanReport& r, const std::string& text) {
   return std::any_of(r.warnings.begin(), r.warnings.end(),

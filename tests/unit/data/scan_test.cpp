@@ -10,26 +10,12 @@
 
 namespace fs = std::filesystem;
 using namespace yolotrain::data;
+using yolotrain::test::has_problem;
+using yolotrain::test::no_cache;
 using yolotrain::test::shared_dataset;
 using yolotrain::test::TempDir;
 using yolotrain::test::write_jpeg;
 using yolotrain::test::write_text;
-
-namespace {
-
-ScanOptions no_cache() {
-  ScanOptions o;
-  o.use_cache = false;
-  return o;
-}
-
-bool has_problem(const ScanReport& r, const std::string& file, const std::string& text) {
-  return std::any_of(r.corrupt.begin(), r.corrupt.end(), [&](const Problem& p) {
-    return p.file.filename() == file && p.reason.find(text) != std::string::npos;
-  });
-}
-
-}  // namespace
 
 TEST_CASE("scan: coco128 counts match PROVENANCE.md", "[data][scan]") {
   const fs::path root = shared_dataset("coco128");
