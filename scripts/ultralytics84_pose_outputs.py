@@ -54,8 +54,9 @@ def run(yaml):
         "tensors_set": len(names), "head": type(head).__name__}
 
 
-result = {"ultralytics": "8.4.117", "input": "sin(0.11 * i) abs, [1, 3, 64, 96]"}
-for yaml in ["yolov8n-pose.yaml", "yolo11n-pose.yaml", "yolo26n-pose.yaml"]:
-    result[yaml] = run(yaml)
-with open(sys.argv[1], "w") as f:
-    json.dump(result, f)
+if __name__ == "__main__":
+    result = {"ultralytics": "8.4.117", "input": "sin(0.11 * i) abs, [1, 3, 64, 96]"}
+    for yaml in ["yolov8n-pose.yaml", "yolo11n-pose.yaml", "yolo26n-pose.yaml"]:
+        result[yaml] = run(yaml)
+    with open(sys.argv[1], "w") as f:
+        json.dump(result, f)

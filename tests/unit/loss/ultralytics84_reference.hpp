@@ -38,16 +38,16 @@ inline nn::DetectionModel train_mode(const std::string& folder) {
   return model;
 }
 
-/// The total to 1e-4 and each of Ultralytics' items ({"total", "items", "names"}) to 1e-4.
-inline void check_against_ultralytics(const loss::LossOutput& mine, const nlohmann::json& ref) {
+/// The total and each of Ultralytics' items ({"total", "items", "names"}) to `epsilon` (relative).
+inline void check_against_ultralytics(const loss::LossOutput& mine, const nlohmann::json& ref, double epsilon = 1e-4) {
   const double total = mine.total.item<double>();
   INFO("total " << total << " vs Ultralytics " << ref["total"].get<double>());
-  CHECK(total == Approx(ref["total"].get<double>()).epsilon(1e-4));
+  CHECK(total == Approx(ref["total"].get<double>()).epsilon(epsilon));
   REQUIRE(mine.items.numel() == static_cast<int64_t>(ref["items"].size()));
   for (size_t i = 0; i < ref["items"].size(); ++i) {
     INFO(ref["names"][i].get<std::string>() << " " << mine.items[static_cast<int64_t>(i)].item<double>());
     CHECK(mine.items[static_cast<int64_t>(i)].item<double>() ==
-          Approx(ref["items"][i].get<double>()).epsilon(1e-4).margin(1e-6));
+          Approx(ref["items"][i].get<double>()).epsilon(epsilon).margin(1e-6));
   }
 }
 

@@ -4,6 +4,7 @@
 // decoding of Pose and Pose26 (Pose.kpts_decode, Pose26.kpts_decode).
 #include <ATen/ATen.h>
 
+#include "formula_weights.hpp"
 #include "ultralytics_reference.hpp"
 #include "yolotrain/nn.hpp"
 
@@ -133,33 +134,6 @@ TEST_CASE("a pose YAML without kpt_shape is refused naming what to give, a bad k
 
 namespace {
 
-// scripts/ultralytics84_pose_outputs.py's formula: each tensor (sorted by name; DFL, the batch
-// counters and the flow's constants left as built) set to a sine over its flat index, scaled to its
-// fan-in; BatchNorm's variance kept positive.
-int set_formula_weights(nn::DetectionModelImpl& model) {
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  for (const auto& [name, t] : nn::state_dict(model)) {
-    const std::string last = name.substr(name.rfind('.') + 1);
-    const bool flow_constant = name.find(".flow_model.") != std::string::npos &&
-                               (last == "loc" || last == "cov" || last == "mask");
-    if (name.find("dfl") != std::string::npos || last == "num_batches_tracked" || flow_constant) continue;
-    tensors.emplace_back(name, t);
-  }
-  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  torch::NoGradGuard no_grad;
-  for (size_t k = 0; k < tensors.size(); ++k) {
-    const auto& [name, t] = tensors[k];
-    const at::Tensor s = at::sin(0.37 * at::arange(t.numel(), at::kDouble) + 1.3 * static_cast<double>(k));
-    at::Tensor v;
-    if (name.size() > 11 && name.compare(name.size() - 11, 11, "running_var") == 0) v = 1 + 0.5 * s.abs();
-    else if (t.dim() >= 2) v = s * std::sqrt(3.0 / static_cast<double>(t.numel() / t.size(0)));
-    else if (name.size() > 9 && name.compare(name.size() - 9, 9, "bn.weight") == 0) v = 1 + 0.1 * s;
-    else v = 0.1 * s;
-    t.copy_(v.to(at::kFloat).view(t.sizes()));
-  }
-  return static_cast<int>(tensors.size());
-}
-
 // An end-to-end output's rows [1, k, 6 + nk] in an order that near-equal scores cannot swap: by
 // the score to 1e-3, then x1, then y1. (The formula weights give many anchors scores within float
 // rounding of each other, whose top-k order is then rounding's.)
@@ -193,7 +167,8 @@ TEST_CASE("yolov8n-, yolo11n- and yolo26n-pose give Ultralytics 8.4's outputs on
     INFO(yaml);
     const nlohmann::json& r = ref.at(yaml);
     nn::DetectionModel model(nn::DetectionModelOptions(yaml).nc(2).kpt_shape({5, 3}));
-    CHECK(set_formula_weights(*model) == r.at("tensors_set").get<int>());  // the same names, none missing
+    // the same names, none missing:
+    CHECK(yolotrain::test::set_formula_weights(*model) == r.at("tensors_set").get<int>());
     model->eval();
     torch::NoGradGuard no_grad;
     const at::Tensor x = at::sin(0.11 * at::arange(3 * 64 * 96, at::kDouble)).abs().to(at::kFloat).view({1, 3, 64, 96});
