@@ -176,6 +176,14 @@ DataConfig load_data_yaml(const fs::path& yaml) {
       if (!cfg.kpt_shape) fail(yaml, "'flip_idx' without 'kpt_shape': a pose dataset names both");
       cfg.flip_idx = parse_flip_idx(yaml, doc["flip_idx"], (*cfg.kpt_shape)[0]);
     }
+    if (doc["kpt_oks_sigmas"] && !doc["kpt_oks_sigmas"].IsNull()) {
+      if (!cfg.kpt_shape) fail(yaml, "'kpt_oks_sigmas' without 'kpt_shape': a pose dataset names both");
+      cfg.kpt_oks_sigmas = doc["kpt_oks_sigmas"].as<std::vector<double>>();
+      bool positive = static_cast<int>(cfg.kpt_oks_sigmas.size()) == (*cfg.kpt_shape)[0];
+      for (double s : cfg.kpt_oks_sigmas) positive = positive && s > 0;
+      if (!positive)
+        fail(yaml, "'kpt_oks_sigmas' must be " + std::to_string((*cfg.kpt_shape)[0]) + " positive values");
+    }
   } catch (const YAML::Exception& e) {
     fail(yaml, "bad value at line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

@@ -43,10 +43,10 @@ const std::vector<Spec>& specs() {
   static const std::vector<Spec> table = {
       {"task",
        &C::task,
-       "detect | segment; empty: the model's (segment: seg defaults for model, data, project)",
+       "detect | segment | pose; empty: the model's (segment, pose: their defaults for model, data, project)",
        -kInf,
        kInf,
-       {"detect", "segment"}},
+       {"detect", "segment", "pose"}},
       {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to fine-tune (.pt/.ytckpt/.safetensors)"},
       {"data", &C::data, "dataset YAML, or 'shapes' ('shapes-seg': polygons) for the built-in synthetic dataset"},
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
@@ -119,6 +119,9 @@ const std::vector<Spec>& specs() {
       {"box", &C::box, "box loss gain", 0, 1e4},
       {"cls", &C::cls, "class loss gain", 0, 1e4},
       {"dfl", &C::dfl, "DFL loss gain", 0, 1e4},
+      {"pose", &C::pose, "pose (keypoint location) loss gain (pose models)", 0, 1e4},
+      {"kobj", &C::kobj, "keypoint objectness loss gain (pose models)", 0, 1e4},
+      {"rle", &C::rle, "RLE loss gain (YOLO26-pose)", 0, 1e4},
       {"nbs", &C::nbs, "nominal batch size (gradient accumulation)", 1, 1e5},
       {"hsv_h", &C::hsv_h, "hue augmentation (fraction)", 0, 1},
       {"hsv_s", &C::hsv_s, "saturation augmentation (fraction)", 0, 1},
@@ -348,15 +351,15 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
         if constexpr (std::is_same_v<T, std::string>) this->*member = parse_string(*spec, value);
       },
       spec->member);
-  if (key == "task" && task == "segment") use_segmentation_defaults();
+  if (key == "task" && (task == "segment" || task == "pose")) use_task_defaults();
 }
 
-// task=segment: the defaults that name detection's model, data and folder become segmentation's.
-void TrainConfig::use_segmentation_defaults() {
+// task=segment or pose: the defaults that name detection's model, data and folder become the task's.
+void TrainConfig::use_task_defaults() {
   const TrainConfig d;
-  if (model == d.model) model = "yolov8n-seg.yaml";
-  if (data == d.data) data = "shapes-seg";
-  if (project == d.project) project = "runs/segment";
+  if (model == d.model) model = "yolov8n-" + std::string(task == "segment" ? "seg" : "pose") + ".yaml";
+  if (data == d.data) data = "shapes-" + std::string(task == "segment" ? "seg" : "pose");
+  if (project == d.project) project = "runs/" + task;
 }
 
 // Ultralytics' batch: an integer >= 1, -1 for AutoBatch at 60 % of the GPU's memory, or a

@@ -44,7 +44,6 @@ void Trainer::Run::load_data_yaml() {
   if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
   try {
     data.config = data::load_data_yaml(yaml);
-    require_known_labels(data.config, cfg.data);  // before any label is read
     data.train = data::load_split(data.config, "train");
     data.val = data::load_split(data.config, data.config.has("val") ? "val" : "train");
   } catch (const ConfigError&) {
@@ -102,7 +101,8 @@ void Trainer::Run::build() {
     model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
                                    .nc(data.config.nc())
                                    .names(data.config.names)
-                                   .ultralytics(cfg.compat));
+                                   .ultralytics(cfg.compat)
+                                   .kpt_shape(kpt_shape_of(data.config)));
   } catch (const ConfigError&) {
     throw;
   } catch (const Error& e) {  // a model YAML that cannot be built: the argument must change
@@ -144,7 +144,8 @@ void Trainer::Run::build() {
     choice.warmup_bias_lr = state.warmup_bias_lr;
   }
   optimizer = build_optimizer(model, choice);
-  task = make_task(model, cfg);
+  task = make_task(model, cfg, data.config);
+  for (const std::string& warning : task->setup_warnings()) say(warning);
   if (!plan.resume_from) state.loss_means.assign(task->loss_terms().size(), 0.0);
   build_loaders();
   const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +

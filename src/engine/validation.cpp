@@ -15,6 +15,7 @@
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/io/ultralytics_pt.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/loss/pose_loss.hpp"
 #include "yolotrain/metrics/masks.hpp"
 #include "yolotrain/metrics/nms.hpp"
 #include "yolotrain/metrics/validator.hpp"
@@ -83,32 +84,53 @@ void update_image(metrics::Validator& validator, const at::Tensor& pred, const d
   validator.update(pred.slice(1, 0, 6), cls, boxes, imgsz, info, pred_masks, gt_masks);
 }
 
+// One image's predictions (with their keypoints after the 6 box columns) and labels (with theirs)
+// into the validator (PoseValidator._prepare_batch / _process_batch).
+void update_pose_image(metrics::Validator& validator, const at::Tensor& pred, const data::Batch& b, std::int64_t i,
+                       const metrics::ImageInfo& info, const std::vector<int64_t>& kpt_shape,
+                       const at::Tensor& sigmas) {
+  const std::array<std::int64_t, 2> imgsz{b.img.size(2), b.img.size(3)};
+  const at::Tensor mine = b.batch_idx == static_cast<float>(i);
+  const at::Tensor cls = b.cls.reshape({-1}).index({mine}), boxes = b.bboxes.index({mine});
+  const at::Tensor keypoints = pred.slice(1, 6).reshape({-1, kpt_shape[0], kpt_shape[1]});
+  validator.update_keypoints(pred.slice(1, 0, 6), cls, boxes, imgsz, info, keypoints, b.keypoints.index({mine}),
+                             sigmas);
+}
+
 std::int64_t at_or_zero(const std::vector<std::int64_t>& v, std::int64_t i) {
   return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)] : 0;
 }
 
 }  // namespace
 
+std::vector<std::pair<std::string, const metrics::DetMetrics*>> ValidationReport::metric_sets() const {
+  std::vector<std::pair<std::string, const metrics::DetMetrics*>> sets{{"Box", &metrics}};
+  if (mask_metrics) sets.emplace_back("Mask", &*mask_metrics);
+  if (pose_metrics) sets.emplace_back("Pose", &*pose_metrics);
+  return sets;
+}
+
 std::string ValidationReport::table(bool per_class) const {
-  char header[160];
-  std::snprintf(header, sizeof(header), "%22s%11s%11s%11s%11s%11s%11s\n", "Class", "Images", "Instances", "Box(P", "R",
-                "mAP50", "mAP50-95)");
+  // The validators' headers: Box(P R mAP50 mAP50-95), then Mask(...) or Pose(...) for their tasks.
+  std::string out;
+  char cell[64];
+  std::snprintf(cell, sizeof(cell), "%22s%11s%11s", "Class", "Images", "Instances");
+  out += cell;
+  for (const auto& set : metric_sets()) {
+    std::snprintf(cell, sizeof(cell), "%11s%11s%11s%11s", (set.first + "(P").c_str(), "R", "mAP50", "mAP50-95)");
+    out += cell;
+  }
+  out += "\n";
   std::int64_t instances = 0;
   for (auto n : instances_per_class) instances += n;
-  std::string out = header;
-  if (mask_metrics) {  // SegmentationValidator's header: Box(P R mAP50 mAP50-95) Mask(P R mAP50 mAP50-95)
-    char more[64];
-    std::snprintf(more, sizeof(more), "%11s%11s%11s%11s\n", "Mask(P", "R", "mAP50", "mAP50-95)");
-    out = out.substr(0, out.size() - 1) + more;
-  }
   const auto figures = [&](const metrics::DetMetrics& m, std::optional<std::size_t> i) {
     return i ? std::vector<double>{m.p[*i], m.r[*i], m.ap50[*i], m.ap[*i]}
              : std::vector<double>{m.mp, m.mr, m.map50, m.map};
   };
   const auto row_figures = [&](std::optional<std::size_t> i) {
-    std::vector<double> v = figures(metrics, i);
-    if (mask_metrics) {
-      const std::vector<double> m = figures(*mask_metrics, i);
+    std::vector<double> v;
+    for (const auto& set : metric_sets()) {
+      const std::vector<double> m = figures(*set.second, i);
       v.insert(v.end(), m.begin(), m.end());
     }
     return v;
@@ -157,8 +179,14 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   nms.multi_label = true;
   nms.agnostic = pass.agnostic;
   nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
-  const bool segment = pass.net->head()->segments();
-  if (segment) nms.nc = pass.net->nc();  // the mask coefficients ride along
+  const bool segment = pass.net->head()->segments(), pose = pass.net->head()->keypoints();
+  if (segment || pose) nms.nc = pass.net->nc();  // the mask coefficients or keypoints ride along
+  const std::vector<int64_t> kpt_shape = pass.net->head()->options.kpt_shape();
+  at::Tensor sigmas;
+  if (pose) {
+    const std::vector<double> s = loss::oks_sigmas(kpt_shape, pass.oks_sigmas);
+    sigmas = at::tensor(std::vector<float>(s.begin(), s.end()));
+  }
   ValidationReport report;
   std::int64_t batches = 0;
   auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
@@ -183,7 +211,10 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
                                    pass.overlap_mask);
     }
     const std::vector<metrics::ImageInfo> infos = image_infos(*b);
-    for (std::size_t i = 0; i < preds.size(); ++i) {
+    for (std::size_t i = 0; i < preds.size() && pose; ++i) {
+      update_pose_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i], kpt_shape, sigmas);
+    }
+    for (std::size_t i = 0; i < preds.size() && !pose; ++i) {
       update_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i], segment ? masks[i] : at::Tensor(),
                    {segment ? proto.size(2) : 0, segment ? proto.size(3) : 0}, pass.overlap_mask);
     }
@@ -193,6 +224,7 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   for (auto& l : report.loss) l /= double(std::max<std::int64_t>(batches, 1));
   report.metrics = validator.finalize();
   if (segment) report.mask_metrics = validator.finalize_masks();
+  if (pose) report.pose_metrics = validator.finalize_masks();  // the second matching: by OKS
   report.names = pass.net->names();
   report.images = validator.seen();
   report.instances_per_class = validator.nt_per_class();
@@ -240,10 +272,11 @@ void plot_validation_results(plots::PlotWriter& writer, const ValidationReport& 
                     [=] { return plots::plot_confusion_matrix(cm, names, normalize); });
     }
   }
-  // A segmentation model's curves come twice, "Box" and "Mask" before the names (SegmentMetrics'
-  // prefixes); detection's have none (8.0-8.3's DetMetrics).
-  std::vector<std::pair<std::string, metrics::DetMetrics>> sets{{report.mask_metrics ? "Box" : "", report.metrics}};
-  if (report.mask_metrics) sets.emplace_back("Mask", *report.mask_metrics);
+  // A segmentation or pose model's curves come twice, "Box" and "Mask" or "Pose" before the names
+  // (SegmentMetrics' and PoseMetrics' prefixes); detection's have none (8.0-8.3's DetMetrics).
+  std::vector<std::pair<std::string, metrics::DetMetrics>> sets;
+  for (const auto& [title, m] : report.metric_sets()) sets.emplace_back(title, *m);
+  if (sets.size() == 1) sets[0].first.clear();
   for (const auto& [prefix, metrics] : sets) {
     writer.submit(dir / (prefix + "PR_curve.png"), [=, m = metrics] { return plots::plot_pr_curve(m, names); });
     for (const auto which : {plots::Curve::F1, plots::Curve::Precision, plots::Curve::Recall}) {
@@ -285,7 +318,6 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   if (!fs::is_regular_file(yaml))
     throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
   const data::DataConfig data_config = data::load_data_yaml(yaml);
-  require_known_labels(data_config, cfg.data);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   const std::int64_t nc = weights.nc;
   if (cfg.single_cls) merge_classes(set);
@@ -296,7 +328,9 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   }
   const torch::Device device = run_device(cfg.device);
   nn::DetectionModel net(
-      nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names).ultralytics(weights.builds_like));
+      nn::DetectionModelOptions(weights.model_yaml).nc(nc).names(names).ultralytics(weights.builds_like).kpt_shape(
+          kpt_shape_of(data_config)));
+  require_task_labels(net->task(), data_config, cfg.data);
   nn::load_state_dict(*net, weights.tensors, true, cfg.model);
   if (!cfg.end2end) net->head()->set_end2end(false);  // Ultralytics' end2end=False: NMS over one-to-many
   net->to(device);
@@ -321,9 +355,10 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   data::Loader loader(set, opts);
   // The validation loss (v8DetectionLoss); none for an end-to-end head (Ultralytics' own `val`
   // reports no loss at all; training's validation reports E2ELoss' one-to-one terms) nor for a
-  // segmentation model.
+  // segmentation or pose model.
   std::optional<loss::DetectionLoss> criterion;
-  if (!net->head()->options.end2end() && !segment) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  const bool boxes_only = !segment && !net->head()->keypoints();
+  if (!net->head()->options.end2end() && boxes_only) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;
   fs::path save_dir;
   std::string folder_warning;  // a folder that cannot be made costs the pictures, not the validation
@@ -342,6 +377,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   }
   pass.rules = rules_for(cfg.compat);
   pass.overlap_mask = cfg.overlap_mask;
+  pass.oks_sigmas = data_config.kpt_oks_sigmas;
   std::optional<ValidationReport> report = run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
   if (!folder_warning.empty()) report->plot_warnings.push_back(folder_warning);

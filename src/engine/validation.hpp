@@ -39,6 +39,9 @@ struct ValidationPass {
   metrics::UltralyticsRules rules = metrics::UltralyticsRules::V84;
   /// A segmentation model (a Segment head; the loader gives masks): whether they are index masks.
   bool overlap_mask = true;
+  /// A pose model (a Pose head; the loader gives keypoints): the OKS sigmas, one per keypoint (the
+  /// data YAML's kpt_oks_sigmas); empty: loss::oks_sigmas()'s default for the head's kpt_shape.
+  std::vector<double> oks_sigmas;
 };
 
 /// A batch's labels as the losses take them, on `device`.

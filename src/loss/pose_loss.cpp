@@ -49,15 +49,24 @@ at::Tensor select_target_keypoints(const at::Tensor& keypoints, const at::Tensor
 
 }  // namespace
 
-const std::vector<double>& coco_oks_sigmas() {
-  static const std::vector<double> s = [] {
-    const float v[] = {.26f, .25f, .25f, .35f, .35f, .79f, .79f, .72f, .72f,
-                       .62f, .62f, 1.07f, 1.07f, .87f, .87f, .89f, .89f};
-    std::vector<double> out;
-    for (float x : v) out.push_back(static_cast<double>(x / 10.0f));  // float32, as numpy's / 10.0
-    return out;
-  }();
-  return s;
+std::vector<double> oks_sigmas(const std::vector<int64_t>& kpt_shape, const std::vector<double>& given) {
+  const int64_t n = kpt_shape.empty() ? 0 : kpt_shape[0];
+  if (!given.empty()) {
+    bool positive = static_cast<int64_t>(given.size()) == n;
+    for (double s : given) positive = positive && s > 0;
+    if (!positive) {
+      std::string text;
+      for (double s : given) text += (text.empty() ? "" : ", ") + std::to_string(s);
+      throw Error("'kpt_oks_sigmas' must be " + std::to_string(n) + " positive values, got [" + text + "]");
+    }
+    return given;
+  }
+  if (!coco_shape(kpt_shape)) return std::vector<double>(static_cast<size_t>(n), 1.0 / static_cast<double>(n));
+  const float v[] = {.26f, .25f, .25f, .35f, .35f, .79f, .79f, .72f, .72f,
+                     .62f, .62f, 1.07f, 1.07f, .87f, .87f, .89f, .89f};
+  std::vector<double> out;
+  for (float x : v) out.push_back(static_cast<double>(x / 10.0f));  // float32, as numpy's OKS_SIGMA / 10.0
+  return out;
 }
 
 PoseLossOptions PoseLossOptions::of(const std::vector<int64_t>& kpt_shape, bool pose26, std::vector<double> sigmas) {
@@ -76,15 +85,7 @@ PoseLoss::PoseLoss(DetectionLossOptions options, LossGains gains, PoseLossOption
   if (ks.size() != 2 || ks[0] < 1 || (ks[1] != 2 && ks[1] != 3))
     throw Error("PoseLoss: kpt_shape must be [keypoints, 2 or 3]");
   const auto n = static_cast<size_t>(ks[0]);
-  std::vector<double> sigmas = pose_.sigmas;
-  if (sigmas.empty()) sigmas = coco_shape(ks) ? coco_oks_sigmas() : std::vector<double>(n, 1.0 / ks[0]);
-  bool positive = sigmas.size() == n;
-  for (double s : sigmas) positive = positive && s > 0;
-  if (!positive) {
-    std::string given;
-    for (double s : sigmas) given += (given.empty() ? "" : ", ") + std::to_string(s);
-    throw Error("'kpt_oks_sigmas' must be " + std::to_string(n) + " positive values, got [" + given + "]");
-  }
+  const std::vector<double> sigmas = oks_sigmas(ks, pose_.sigmas);
   sigmas_ = at::tensor(std::vector<float>(sigmas.begin(), sigmas.end()));
   const std::vector<double> rle = coco_shape(ks) ? coco_rle_weights() : std::vector<double>(n, 1.0);
   rle_weights_ = at::tensor(rle, at::kDouble);  // float64, as torch.from_numpy(RLE_WEIGHT)

@@ -27,12 +27,15 @@ at::Tensor& clip_boxes(at::Tensor& boxes, std::array<int64_t, 2> shape) {
   return boxes;
 }
 
-at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
-                        std::array<int64_t, 2> img0_shape, const std::optional<RatioPad>& ratio_pad,
-                        bool padding, bool xywh) {
-  if (boxes.dim() < 1 || boxes.size(-1) < 4) {
-    throw Error("scale_boxes: boxes must be [..., 4] (or wider), got " + c10::str(boxes.sizes()));
-  }
+namespace {
+
+struct Letterbox {
+  double gain = 0, pad_x = 0, pad_y = 0;
+};
+
+// The letterbox from img0 to img1: ratio_pad's, else a centred one recomputed from the shapes.
+Letterbox letterbox_of(std::array<int64_t, 2> img1_shape, std::array<int64_t, 2> img0_shape,
+                       const std::optional<RatioPad>& ratio_pad, const char* who) {
   double gain = 0, pad_x = 0, pad_y = 0;
   if (ratio_pad) {
     gain = ratio_pad->ratio[0];
@@ -40,7 +43,7 @@ at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
     pad_y = ratio_pad->pad[1];
   } else {
     if (img0_shape[0] <= 0 || img0_shape[1] <= 0) {
-      throw Error("scale_boxes: the original image shape must be positive, got (" +
+      throw Error(std::string(who) + ": the original image shape must be positive, got (" +
                   std::to_string(img0_shape[0]) + ", " + std::to_string(img0_shape[1]) + ")");
     }
     const double h1 = static_cast<double>(img1_shape[0]), w1 = static_cast<double>(img1_shape[1]);
@@ -49,7 +52,19 @@ at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
     pad_x = std::nearbyint((w1 - w0 * gain) / 2 - 0.1);  // Python round: half to even
     pad_y = std::nearbyint((h1 - h0 * gain) / 2 - 0.1);
   }
-  if (gain <= 0) throw Error("scale_boxes: the letterbox gain must be positive");
+  if (gain <= 0) throw Error(std::string(who) + ": the letterbox gain must be positive");
+  return {gain, pad_x, pad_y};
+}
+
+}  // namespace
+
+at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
+                        std::array<int64_t, 2> img0_shape, const std::optional<RatioPad>& ratio_pad,
+                        bool padding, bool xywh) {
+  if (boxes.dim() < 1 || boxes.size(-1) < 4) {
+    throw Error("scale_boxes: boxes must be [..., 4] (or wider), got " + c10::str(boxes.sizes()));
+  }
+  const auto [gain, pad_x, pad_y] = letterbox_of(img1_shape, img0_shape, ratio_pad, "scale_boxes");
   if (padding) {
     boxes.select(-1, 0).sub_(pad_x);
     boxes.select(-1, 1).sub_(pad_y);
@@ -60,6 +75,18 @@ at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
   }
   boxes.slice(-1, 0, 4).div_(gain);
   return clip_boxes(boxes, img0_shape);
+}
+
+at::Tensor& scale_coords(std::array<int64_t, 2> img1_shape, at::Tensor& coords, std::array<int64_t, 2> img0_shape,
+                         const std::optional<RatioPad>& ratio_pad) {
+  if (coords.dim() < 1 || coords.size(-1) < 2) {
+    throw Error("scale_coords: points must be [..., 2] (or wider), got " + c10::str(coords.sizes()));
+  }
+  const auto [gain, pad_x, pad_y] = letterbox_of(img1_shape, img0_shape, ratio_pad, "scale_coords");
+  at::Tensor x = coords.select(-1, 0), y = coords.select(-1, 1);
+  x.sub_(pad_x).div_(gain).clamp_(0, static_cast<double>(img0_shape[1]));
+  y.sub_(pad_y).div_(gain).clamp_(0, static_cast<double>(img0_shape[0]));
+  return coords;
 }
 
 }  // namespace yolotrain::metrics

@@ -5,6 +5,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/metrics/ap.hpp"
+#include "yolotrain/metrics/keypoints.hpp"
 #include "yolotrain/metrics/masks.hpp"
 
 namespace yolotrain::metrics {
@@ -23,11 +24,40 @@ Validator::Validator(int64_t nc, UltralyticsRules rules) : nc_(nc), rules_(rules
   if (nc > 0) confusion_.emplace(nc);
 }
 
-void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, const at::Tensor& gt_bboxes,
+void Validator::update(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
                        std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_masks,
                        const at::Tensor& gt_masks) {
-  const bool masks = pred_masks.defined();
-  if (masks != gt_masks.defined()) throw Error("Validator::update: give both masks or neither");
+  if (pred_masks.defined() != gt_masks.defined()) throw Error("Validator::update: give both masks or neither");
+  Similarity masks;
+  if (pred_masks.defined()) {
+    masks = [&](const at::Tensor&, const at::Tensor&) {
+      return mask_iou(gt_masks.cpu().flatten(1).to(at::kFloat), pred_masks.cpu().flatten(1).to(at::kFloat));
+    };
+  }
+  update_with(pred, gt_cls, gt_bboxes, imgsz, info, masks);
+}
+
+void Validator::update_keypoints(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
+                                 std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_keypoints,
+                                 const at::Tensor& gt_keypoints, const at::Tensor& sigmas) {
+  const bool original = rules_ == UltralyticsRules::V83;
+  const Similarity oks = [&](const at::Tensor& gt_boxes, const at::Tensor&) {
+    at::Tensor gt = gt_keypoints.cpu().to(at::kFloat).clone(), mine = pred_keypoints.cpu().to(at::kFloat).clone();
+    gt.select(-1, 0).mul_(imgsz[1]);  // PoseValidator._prepare_batch: to the network input's pixels
+    gt.select(-1, 1).mul_(imgsz[0]);
+    if (original) {  // 8.3: both in the original image (scale_coords)
+      scale_coords(imgsz, gt, info.ori_shape, info.ratio_pad);
+      scale_coords(imgsz, mine, info.ori_shape, info.ratio_pad);
+    }
+    const at::Tensor wh = gt_boxes.slice(1, 2, 4) - gt_boxes.slice(1, 0, 2);
+    return keypoint_oks(gt, mine, wh.prod(1) * 0.53, sigmas);  // cocoeval's area scale
+  };
+  update_with(pred, gt_cls, gt_bboxes, imgsz, info, oks);
+}
+
+void Validator::update_with(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, const at::Tensor& gt_bboxes,
+                            std::array<int64_t, 2> imgsz, const ImageInfo& info, const Similarity& second) {
+  const bool masks = static_cast<bool>(second);
   const at::Tensor pred = pred_in.defined() ? pred_in.cpu() : at::zeros({0, 6});
   if (pred.dim() != 2 || pred.size(1) < 6) {
     throw Error("Validator::update: predictions must be [n, 6] (x1, y1, x2, y2, conf, cls), got " +
@@ -67,11 +97,7 @@ void Validator::update(const at::Tensor& pred_in, const at::Tensor& gt_cls_in, c
   tp_.push_back(tp);
   if (masks) {
     at::Tensor tp_m = at::zeros({npr, iouv_.numel()}, at::kBool);
-    if (nl) {
-      const at::Tensor iou =
-          mask_iou(gt_masks.cpu().flatten(1).to(at::kFloat), pred_masks.cpu().flatten(1).to(at::kFloat));
-      tp_m = match_predictions(predn.select(1, 5), cls, iou, iouv_);
-    }
+    if (nl) tp_m = match_predictions(predn.select(1, 5), cls, second(bbox, predn), iouv_);
     tp_masks_.push_back(tp_m);
   }
   conf_.push_back(predn.select(1, 4).clone());
@@ -104,7 +130,8 @@ DetMetrics Validator::finalize() const {
 }
 
 DetMetrics Validator::finalize_masks() const {
-  if (tp_masks_.size() != tp_.size()) throw Error("Validator::finalize_masks: the images were not given with masks");
+  if (tp_masks_.size() != tp_.size())
+    throw Error("Validator::finalize_masks: the images were not given with masks or keypoints");
   return det_metrics(tp_masks(), conf(), pred_cls(), target_cls(), rules_);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The datasets of the yolo_train integration tests: 16 training and 8 validation images of 64 px
-// from the built-in shapes generator (boxes, or polygons), written once per test process.
+// from the built-in shapes generator (boxes, polygons, or keypoints), written once per test process.
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -20,6 +20,14 @@ inline const std::filesystem::path& tiny_shapes_seg_dataset() {
   static TempDir dir;
   static const std::filesystem::path yaml =
       data::write_shapes_dataset(dir / "shapes-seg", data::ShapesOptions{0, 16, 8, 64, 90, true});
+  return yaml;
+}
+
+/// The same size of set with pose labels (ShapesOptions::keypoints: kpt_shape [5, 3]), for pose runs.
+inline const std::filesystem::path& tiny_shapes_pose_dataset() {
+  static TempDir dir;
+  static const std::filesystem::path yaml =
+      data::write_shapes_dataset(dir / "shapes-pose", data::ShapesOptions{0, 16, 8, 64, 90, false, true});
   return yaml;
 }
 

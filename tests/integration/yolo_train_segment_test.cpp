@@ -11,6 +11,7 @@
 
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
+#include "results_csv.hpp"
 #include "train_runs.hpp"
 
 namespace fs = std::filesystem;
@@ -25,34 +26,6 @@ std::vector<std::string> seg_args(const fs::path& project, std::vector<std::stri
   std::vector<std::string> a = yt::train_args(project, {"data=" + tiny_shapes_seg().string()});
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
-}
-
-// results.csv as a table: its header's names and a row of numbers per epoch.
-struct Csv {
-  std::vector<std::string> names;
-  std::vector<std::vector<double>> rows;
-  double at(std::size_t row, const std::string& name) const {
-    const auto it = std::find(names.begin(), names.end(), name);
-    REQUIRE(it != names.end());
-    return rows.at(row).at(static_cast<std::size_t>(it - names.begin()));
-  }
-};
-
-Csv read_results(const fs::path& file) {
-  std::istringstream in(yt::slurp(file));
-  Csv csv;
-  std::string line;
-  std::getline(in, line);
-  std::istringstream header(line);
-  for (std::string cell; std::getline(header, cell, ',');)
-    csv.names.push_back(cell.substr(cell.find_first_not_of(' ')));
-  while (std::getline(in, line)) {
-    std::vector<double> row;
-    std::istringstream cells(line);
-    for (std::string cell; std::getline(cells, cell, ',');) row.push_back(std::stod(cell));
-    csv.rows.push_back(row);
-  }
-  return csv;
 }
 
 }  // namespace
@@ -73,7 +46,7 @@ TEST_CASE("a segmentation run: SIGTERM, pause and SIGKILL mid-epoch and resume=t
   CHECK_THAT(straight.output, Catch::Contains("Box(P          R      mAP50  mAP50-95)     Mask(P"));
   const fs::path run = tmp / "straight" / "run";
   CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"segment\""));
-  const Csv csv = read_results(run / "results.csv");
+  const yt::Csv csv = yt::read_results(run / "results.csv");
   CHECK(csv.names == std::vector<std::string>{
                          "epoch",           "train/box_loss",       "train/seg_loss",      "train/cls_loss",
                          "train/dfl_loss",  "train/sem_loss",       "metrics/precision(B)", "metrics/recall(B)",
@@ -136,7 +109,7 @@ TEST_CASE("a YOLO26-seg run: SIGTERM in its second epoch and resume=true end wit
   INFO(straight.output);
   REQUIRE(straight.code == 0);
   const fs::path run = tmp / "straight" / "run";
-  const Csv csv = read_results(run / "results.csv");
+  const yt::Csv csv = yt::read_results(run / "results.csv");
   CHECK(csv.at(0, "train/l1_loss") > 0);  // reg_max 1: no DFL
   CHECK(csv.at(0, "train/sem_loss") > 0);  // Proto26's semantic logits
   const fs::path dir = tmp / "run";
@@ -179,7 +152,7 @@ TEST_CASE("yolo_train learns segmentation on the built-in shapes-seg set", "[int
                      tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
-  const Csv csv = read_results(tmp / "seg" / "results.csv");
+  const yt::Csv csv = yt::read_results(tmp / "seg" / "results.csv");
   REQUIRE(csv.rows.size() == 12);
   double best_mask_map50 = 0;
   for (std::size_t r = 0; r < csv.rows.size(); ++r) {

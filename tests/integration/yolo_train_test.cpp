@@ -716,29 +716,3 @@ TEST_CASE("broken label files are named with their reasons in train.log", "[inte
     CHECK_THAT(f.output, Catch::Contains(labels[i].string()));
   }
 }
-
-TEST_CASE("a pose dataset is refused in one line, before any label is read", "[integration]") {
-  yt::TempDir tmp;
-  fs::create_directories(tmp / "pose" / "images" / "train");
-  fs::create_directories(tmp / "pose" / "labels" / "train");
-  yolotrain::lifecycle::atomic_write(tmp / "pose" / "data.yaml",
-                                     "path: .\ntrain: images/train\nval: images/train\nnames: [person]\n"
-                                     "kpt_shape: [17, 3]\nflip_idx: [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, "
-                                     "16, 15]\n");
-  const Finished f = run_to_end(train_args(tmp / "p", {"data=" + (tmp / "pose" / "data.yaml").string()}),
-                                tmp / "out.txt");
-  INFO(f.output);
-  CHECK(f.code == 2);
-  CHECK_THAT(f.output, Catch::Contains("names kpt_shape [17, 3]: a pose dataset, whose labels carry keypoints"));
-  CHECK(f.output.find("coordinates") == std::string::npos);  // no label read as a polygon
-}
-
-TEST_CASE("a pose model is refused in one line before it trains, whatever the data", "[integration]") {
-  yt::TempDir tmp;
-  const Finished f = run_to_end(train_args(tmp / "p", {"model=yolo11n-pose.yaml"}), tmp / "out.txt");
-  INFO(f.output);
-  CHECK(f.code == 2);
-  CHECK_THAT(f.output, Catch::Contains("model=yolo11n-pose.yaml is a pose model (a Pose head): yolotrain builds and "
-                                       "runs pose networks but does not train them yet"));
-  CHECK_FALSE(fs::exists(tmp / "p" / "run" / "weights" / "last.pt"));
-}

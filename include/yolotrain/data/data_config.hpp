@@ -20,6 +20,9 @@ struct DataConfig {
   std::optional<std::array<int, 2>> kpt_shape;
   /// `flip_idx`: the keypoint each one becomes under a horizontal flip (empty: none given).
   std::vector<int> flip_idx;
+  /// `kpt_oks_sigmas`: the OKS sigma of each keypoint for the pose loss and validation (empty: none
+  /// given; COCO's for 17 keypoints, else 1 / n).
+  std::vector<double> kpt_oks_sigmas;
   int nc() const { return static_cast<int>(names.size()); }
   /// True when the split is named in the YAML.
   bool has(const std::string& split) const { return splits.count(split) != 0; }

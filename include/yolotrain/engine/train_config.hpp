@@ -21,10 +21,11 @@ using ConfigError = yolotrain::ConfigError;
 /// what is allowed. Unknown keys are errors that suggest the closest valid ones.
 struct TrainConfig {
   // --- what to train on
-  /// "detect" or "segment"; empty: the model's (as Ultralytics infers it from the model). Setting
-  /// it to segment turns the defaults into segmentation's: model yolov8n.yaml -> yolov8n-seg.yaml,
-  /// data shapes -> shapes-seg, project runs/detect -> runs/segment (values given stay). A model
-  /// of another task wins, with a warning (Ultralytics' "conflicting 'task=...'").
+  /// "detect", "segment" or "pose"; empty: the model's (as Ultralytics infers it from the model).
+  /// Setting it to segment (pose) turns the defaults into that task's: model yolov8n.yaml ->
+  /// yolov8n-seg.yaml (yolov8n-pose.yaml), data shapes -> shapes-seg (shapes-pose), project
+  /// runs/detect -> runs/segment (runs/pose); values given stay. A model of another task wins, with
+  /// a warning (Ultralytics' "conflicting 'task=...'").
   std::string task;
   std::string model = "yolov8n.yaml";  ///< model YAML (name or path), or a checkpoint / safetensors
   std::string data = "shapes";         ///< data.yaml, or "shapes" for the built-in synthetic set
@@ -86,6 +87,7 @@ struct TrainConfig {
   double lr0 = 0.01, lrf = 0.01, momentum = 0.937, weight_decay = 0.0005;
   double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
   double box = 7.5, cls = 0.5, dfl = 1.5;
+  double pose = 12.0, kobj = 1.0, rle = 1.0;  ///< pose models' loss gains (Ultralytics 8.4's defaults)
   std::int64_t nbs = 64;
   double hsv_h = 0.015, hsv_s = 0.7, hsv_v = 0.4;
   double degrees = 0.0, translate = 0.1, scale = 0.5, shear = 0.0, perspective = 0.0;
@@ -150,7 +152,7 @@ struct TrainConfig {
 
  private:
   void set_batch(const std::string& value);
-  void use_segmentation_defaults();
+  void use_task_defaults();
 };
 
 /// The valid keys closest to `key` (edit distance), best first, at most `n`.

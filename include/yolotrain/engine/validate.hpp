@@ -19,6 +19,11 @@ struct ValidationReport {
   metrics::DetMetrics metrics;
   /// A segmentation model's mask metrics (Ultralytics' "(M)" figures); empty for detection.
   std::optional<metrics::DetMetrics> mask_metrics;
+  /// A pose model's keypoint metrics, matched by OKS (Ultralytics' "(P)" figures); empty otherwise.
+  std::optional<metrics::DetMetrics> pose_metrics;
+  /// The metric sets of the report with their titles, in Ultralytics' order: "Box" then "Mask" or
+  /// "Pose" when the task has them (the table's column groups, the curves' file prefixes).
+  std::vector<std::pair<std::string, const metrics::DetMetrics*>> metric_sets() const;
   std::vector<std::string> names;            ///< class names
   std::int64_t images = 0;                   ///< images validated
   std::vector<std::int64_t> instances_per_class;  ///< labelled boxes per class
@@ -34,7 +39,8 @@ struct ValidationReport {
   /// validate() with plots: the pictures that could not be written ("<file> not written: ...").
   std::vector<std::string> plot_warnings;
   /// Ultralytics' table: the header, the "all" row and, with `per_class`, one row per class
-  /// seen in the labels; a segmentation model's has the Mask(P R mAP50 mAP50-95) columns too.
+  /// seen in the labels; a segmentation model's has the Mask(P R mAP50 mAP50-95) columns too, a
+  /// pose model's the Pose(P R mAP50 mAP50-95) ones.
   std::string table(bool per_class = true) const;
 };
 

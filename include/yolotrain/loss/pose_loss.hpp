@@ -101,8 +101,10 @@ class E2EPoseLoss {
   E2EWeights weights_;
 };
 
-/// COCO's 17 OKS sigmas (Ultralytics' OKS_SIGMA: [.26, .25, .25, .35, .35, .79, .79, .72, .72, .62,
-/// .62, 1.07, 1.07, .87, .87, .89, .89] / 10).
-const std::vector<double>& coco_oks_sigmas();
+/// The OKS sigmas of a kpt_shape as Ultralytics' pose loss and validator take them: `given` (the
+/// data YAML's kpt_oks_sigmas) when not empty, else COCO's OKS_SIGMA ([.26, .25, .25, .35, .35,
+/// .79, .79, .72, .72, .62, .62, 1.07, 1.07, .87, .87, .89, .89] / 10) for [17, 3], else 1 / n
+/// each. Throws yolotrain::Error unless `given` holds n positive values.
+std::vector<double> oks_sigmas(const std::vector<int64_t>& kpt_shape, const std::vector<double>& given = {});
 
 }  // namespace yolotrain::loss

@@ -29,4 +29,9 @@ at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
                         const std::optional<RatioPad>& ratio_pad = std::nullopt,
                         bool padding = true, bool xywh = false);
 
+/// Ultralytics' scale_coords: points [..., >=2] (x, y first; keypoints) mapped in place as
+/// scale_boxes maps boxes, then clipped to the original image. Returns `coords`.
+at::Tensor& scale_coords(std::array<int64_t, 2> img1_shape, at::Tensor& coords, std::array<int64_t, 2> img0_shape,
+                         const std::optional<RatioPad>& ratio_pad = std::nullopt);
+
 }  // namespace yolotrain::metrics

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -36,6 +37,13 @@ class Validator {
   void update(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
               std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_masks = {},
               const at::Tensor& gt_masks = {});
+  /// Pose (Ultralytics' PoseValidator): one image with its predictions' keypoints [n, k, 3] (pixels
+  /// of the network input) and the labels' [m, k, 3] (normalized x y, visibility), matched by OKS
+  /// (keypoint_oks with `sigmas` [k], area = the label box's w * h * 0.53) for the second metrics
+  /// (finalize_masks(): the "(P)" figures). Under the 8.3 rules both go to the original image.
+  void update_keypoints(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
+                        std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_keypoints,
+                        const at::Tensor& gt_keypoints, const at::Tensor& sigmas);
 
   /// A batch: preds[i] for image i (as non_max_suppression() returns them), the batch's target
   /// fields (batch_idx [N], cls [N, 1], normalized xywh bboxes [N, 4]) and one ImageInfo per
@@ -46,9 +54,10 @@ class Validator {
 
   /// The metrics of everything seen since construction or reset().
   DetMetrics finalize() const;
-  /// The mask metrics (images given with masks): the same predictions matched by mask IoU.
+  /// The second metrics: the same predictions matched by mask IoU (images given with masks) or by
+  /// OKS (update_keypoints()).
   DetMetrics finalize_masks() const;
-  /// Accumulated mask matches [N, 10] (empty without masks).
+  /// Accumulated second matches [N, 10] (empty without masks or keypoints).
   at::Tensor tp_masks() const;
 
   /// Forgets everything.
@@ -71,6 +80,12 @@ class Validator {
   const ConfusionMatrix* confusion_matrix() const { return confusion_ ? &*confusion_ : nullptr; }
 
  private:
+  /// The second matching's similarity [m, n] of the labels (boxes [m, 4] in the matching space) and
+  /// the predictions ([n, 6], the same space).
+  using Similarity = std::function<at::Tensor(const at::Tensor& gt_boxes, const at::Tensor& predn)>;
+  void update_with(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
+                   std::array<int64_t, 2> imgsz, const ImageInfo& info, const Similarity& second);
+
   int64_t nc_;
   UltralyticsRules rules_;
   int64_t seen_ = 0;

@@ -41,22 +41,29 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
   for (std::size_t i = 0; i < terms.size() && i < report.loss.size(); ++i) m.set("val/" + terms[i], report.loss[i]);
 }
 
-void require_known_labels(const data::DataConfig& data, const std::string& data_arg) {
-  if (!data.kpt_shape) return;
+void require_task_labels(const std::string& task, const data::DataConfig& data, const std::string& data_arg) {
+  if (task == "pose" && !data.kpt_shape) {
+    throw ConfigError("data=" + data_arg + ": no kpt_shape in it, but the model is a pose model, which needs a pose "
+                      "dataset (kpt_shape: [17, 3] and flip_idx in its data.yaml, keypoints in its labels; e.g. "
+                      "coco8-pose or data=shapes-pose)");
+  }
+  if (task == "pose" || !data.kpt_shape) return;
   const auto [n, dims] = *data.kpt_shape;
   throw ConfigError("data=" + data_arg + " names kpt_shape [" + std::to_string(n) + ", " + std::to_string(dims) +
-                    "]: a pose dataset, whose labels carry keypoints; yolotrain trains and validates detection and "
-                    "segmentation (boxes, polygons) and has no pose task yet: give a detection or segmentation "
-                    "dataset");
+                    "]: a pose dataset, whose labels carry keypoints, but the model is a " +
+                    (task == "segment" ? "segmentation" : "detection") +
+                    " model; give a -pose model (e.g. model=yolo11n-pose.yaml) or a " +
+                    (task == "segment" ? "segmentation" : "detection") + " dataset");
 }
 
-std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg) {
-  if (model->task() == "pose") {  // the network builds (nn), its loss, metrics and task do not exist yet
-    const std::string head = model->head()->options.pose26() ? "Pose26" : "Pose";
-    throw ConfigError("model=" + cfg.model + " is a pose model (a " + head +
-                      " head): yolotrain builds and runs pose networks but does not train them yet; give a "
-                      "detection or segmentation model (e.g. yolo11n.yaml, yolo11n-seg.yaml)");
-  }
+std::vector<std::int64_t> kpt_shape_of(const data::DataConfig& data) {
+  if (!data.kpt_shape) return {};
+  return {(*data.kpt_shape)[0], (*data.kpt_shape)[1]};
+}
+
+std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg, const data::DataConfig& data) {
+  require_task_labels(model->task(), data, cfg.data);
+  if (model->task() == "pose") return make_pose_task(model, cfg, data);
   if (model->task() == "segment") return make_segmentation_task(model, cfg);
   return make_detection_task(model, cfg);
 }

@@ -47,6 +47,8 @@ class Task {
     (void)train;
     (void)val;
   }
+  /// What the run says once the task is made (a pose dataset without flip_idx: flips off).
+  virtual std::vector<std::string> setup_warnings() const { return {}; }
   /// An epoch begins: a loss whose weights change per epoch follows here.
   virtual void start_epoch(std::int64_t epoch, std::int64_t epochs) {
     (void)epoch;
@@ -87,16 +89,23 @@ void set_box_figures(EpochMetrics& m, const metrics::DetMetrics& metrics, const 
 /// Sets the epoch's val/<term> figures from the report's mean validation loss (nothing without).
 void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report);
 
-/// The task `model`'s head trains for, with the run's loss gains and recipe (compat=): detection
-/// for a Detect head (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head.
-std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+/// The task `model`'s head trains for, with the run's loss gains and recipe (compat=) and the
+/// dataset's config (a pose dataset's flip_idx and kpt_oks_sigmas): detection for a Detect head
+/// (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head, pose for a Pose head.
+std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg, const data::DataConfig& data);
 
-/// Throws ConfigError, in one line, when `data` (given as data=`data_arg`) holds labels no task of
-/// this build trains or validates: a pose dataset's keypoints (kpt_shape), which read as polygons
-/// would give an error per label file (or, for an even count, wrong boxes: Ultralytics' detect
-/// trainer has no such guard).
-void require_known_labels(const data::DataConfig& data, const std::string& data_arg);
+/// Throws ConfigError, in one line, when a model of `task` ("detect", "segment", "pose") cannot
+/// use the labels of `data` (given as data=`data_arg`): a pose dataset's keypoints for a detection
+/// or segmentation model (Ultralytics' detect trainer would read them as odd polygons and skip
+/// every label), a dataset without kpt_shape for a pose model (Ultralytics' PoseTrainer: "No
+/// `kpt_shape` in the data").
+void require_task_labels(const std::string& task, const data::DataConfig& data, const std::string& data_arg);
+/// A pose dataset's kpt_shape as a pose model takes it (Ultralytics' PoseModel data_kpt_shape:
+/// DetectionModelOptions::kpt_shape); empty for other datasets (the model YAML's then stands).
+std::vector<std::int64_t> kpt_shape_of(const data::DataConfig& data);
 std::unique_ptr<Task> make_detection_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_segmentation_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+std::unique_ptr<Task> make_pose_task(const nn::DetectionModel& model, const TrainConfig& cfg,
+                                     const data::DataConfig& data);
 
 }  // namespace yolotrain::engine
