@@ -42,7 +42,8 @@ const std::vector<StateField>& state_fields() {
       {"elapsed_s", &TrainState::elapsed_s},
       {"results_csv", &TrainState::results_csv},
       {"completed", &TrainState::completed},
-      {"names", &TrainState::names, ""}};
+      {"names", &TrainState::names, ""},
+      {"kpt_shape", &TrainState::kpt_shape, ""}};
   return table;
 }
 

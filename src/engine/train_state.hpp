@@ -28,6 +28,7 @@ struct TrainState {
   std::string results_csv;   ///< results.csv's text: the resumed run continues it
   bool completed = false;
   std::string names;         ///< the class names (io::encode_names), read by model_weights too
+  std::string kpt_shape;     ///< a pose model's "n,dims" (empty otherwise), read by model_weights too
   /// The running means of the loss terms this epoch, in the loss's order (the checkpoint's
   /// state.tloss tensor).
   std::vector<double> loss_means;

@@ -83,6 +83,10 @@ ModelWeights from_checkpoint(const fs::path& path) {
   if (w.tensors.empty()) throw Error(path.string() + " holds no EMA weights: is it a yolo_train checkpoint?");
   w.model_yaml = model_of_config(c.meta.config);
   if (const auto it = c.meta.extra.find("names"); it != c.meta.extra.end()) w.names = decode_names(it->second);
+  if (const auto it = c.meta.extra.find("kpt_shape"); it != c.meta.extra.end() && !it->second.empty()) {
+    const auto comma = it->second.find(',');  // "n,dims", as the trainer records it
+    w.kpt_shape = {std::stoll(it->second.substr(0, comma)), std::stoll(it->second.substr(comma + 1))};
+  }
   w.builds_like = compat_of_config(c.meta.config);
   w.format = "ytckpt";
   w.description = "yolo_train checkpoint (EMA, step " + std::to_string(c.meta.step) + ")";
@@ -113,6 +117,7 @@ ModelWeights from_ultralytics(const fs::path& path) {
   w.tensors = std::move(pt.state_dict);
   w.model_yaml = model_yaml_from_weights(w.tensors, pt.scale, path.string());
   w.names = std::move(pt.names);
+  w.kpt_shape = std::move(pt.kpt_shape);
   if (!pt.builds_like.empty()) w.builds_like = pt.builds_like;
   w.format = "pt";
   w.date = pt.date;
@@ -127,7 +132,8 @@ nn::DetectionModel build_model(const ModelWeights& weights, const std::string& s
   nn::DetectionModel net(nn::DetectionModelOptions(weights.model_yaml)
                              .nc(weights.nc)
                              .names(weights.names)
-                             .ultralytics(weights.builds_like));
+                             .ultralytics(weights.builds_like)
+                             .kpt_shape(weights.kpt_shape));
   nn::load_state_dict(*net, weights.tensors, true, source);
   return net;
 }
@@ -187,11 +193,14 @@ std::string scale_from_weights(const lc::NamedTensors& tensors, const std::strin
 
 std::string model_yaml_from_weights(const lc::NamedTensors& tensors, const std::string& scale,
                                     const std::string& source) {
-  // A Segment head has the Proto: yolo11n-seg.yaml.
-  const bool segment = std::any_of(tensors.begin(), tensors.end(),
-                                   [](const auto& t) { return t.first.find(".proto.cv1.") != std::string::npos; });
+  // A Segment head has the Proto: yolo11n-seg.yaml; a Pose head a cv4 without one (Pose26: cv4_kpts).
+  const auto has = [&](const char* part) {
+    return std::any_of(tensors.begin(), tensors.end(),
+                       [&](const auto& t) { return t.first.find(part) != std::string::npos; });
+  };
+  const bool segment = has(".proto.cv1."), pose = !segment && (has(".cv4.0.") || has(".cv4_kpts."));
   return family_from_weights(tensors) + (scale.empty() ? scale_from_weights(tensors, source) : scale) +
-         (segment ? "-seg" : "") + ".yaml";
+         (segment ? "-seg" : pose ? "-pose" : "") + ".yaml";
 }
 
 std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {

@@ -178,12 +178,13 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
                 "state dict? export it as .safetensors instead)");
   }
   const std::string cls = model->class_name();
-  // ultralytics.nn.tasks.DetectionModel and SegmentationModel (not RTDETRDetectionModel, PoseModel, ...)
+  // ultralytics.nn.tasks.DetectionModel, SegmentationModel and PoseModel (not RTDETRDetectionModel, ...)
   if (cls.rfind("ultralytics.", 0) != 0 ||
-      !(detail::has_suffix(cls, ".DetectionModel") || detail::has_suffix(cls, ".SegmentationModel"))) {
+      !(detail::has_suffix(cls, ".DetectionModel") || detail::has_suffix(cls, ".SegmentationModel") ||
+        detail::has_suffix(cls, ".PoseModel"))) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
-                "; yolotrain reads detection and segmentation models (ultralytics.nn.tasks.DetectionModel, "
-                "SegmentationModel: YOLOv8, YOLO11, YOLO26 and their -seg) only");
+                "; yolotrain reads detection, segmentation and pose models (ultralytics.nn.tasks.DetectionModel, "
+                "SegmentationModel, PoseModel: YOLOv8, YOLO11, YOLO26 and their -seg, -pose) only");
   }
   ModelReader reader(file);
   reader.collect(model, "", out.state_dict);
@@ -196,6 +197,11 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
     if (PickleRef s = yaml->get("scale"); s && s->kind == Kind::String) out.scale = s->s;
     if (PickleRef f = yaml->get("yaml_file"); f && f->kind == Kind::String) out.yaml_file = f->s;
     if (PickleRef nc = yaml->get("nc"); nc && nc->kind == Kind::Int) out.nc = nc->i;
+    if (PickleRef k = yaml->get("kpt_shape"); k && (k->kind == Kind::List || k->kind == Kind::Tuple)) {
+      for (const PickleRef& v : k->items) {
+        if (v->kind == Kind::Int) out.kpt_shape.push_back(v->i);
+      }
+    }
   }
   if (PickleRef nc = state.get("nc"); nc && nc->kind == Kind::Int) out.nc = nc->i;
   if (out.nc == 0) out.nc = static_cast<std::int64_t>(out.names.size());

@@ -25,6 +25,9 @@ struct ModelWeights {
   /// a safetensors file by its `ultralytics` metadata, a checkpoint by its run's compat=; files
   /// without it were written before yolotrain built like 8.4, so "8.3".
   std::string builds_like = "8.3";
+  /// A pose model's keypoints {n, dims} (nn::DetectionModelOptions::kpt_shape): a `.pt`'s recorded
+  /// kpt_shape, a checkpoint's run's; empty for other models (or unknown: the data's is then used).
+  std::vector<std::int64_t> kpt_shape;
 };
 
 /// Reads the weights of a YOLOv8 detection model from
@@ -53,7 +56,8 @@ std::string family_from_weights(const lifecycle::NamedTensors& tensors);
 /// yolotrain::Error naming `source` for weights without `model.0.conv.weight` or of another width.
 std::string scale_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
 
-/// The model YAML name for weights ("yolo11n.yaml", "yolo11n-seg.yaml" when they hold a Proto):
+/// The model YAML name for weights ("yolo11n.yaml"; "yolo11n-seg.yaml" when they hold a Proto,
+/// "yolo11n-pose.yaml" when they hold a keypoint branch):
 /// family_from_weights() + `scale` (from the weights when empty).
 std::string model_yaml_from_weights(const lifecycle::NamedTensors& tensors, const std::string& scale,
                                     const std::string& source);

@@ -22,6 +22,7 @@ struct UltralyticsCheckpoint {
   std::vector<std::string> names;  ///< class names by index
   std::string scale;               ///< "n", "s", ... (the model YAML's `scale`, else from the stem width)
   std::string yaml_file;           ///< the model YAML it was built from ("yolov8n.yaml"), if recorded
+  std::vector<std::int64_t> kpt_shape;  ///< a PoseModel's keypoints (its yaml's kpt_shape); empty otherwise
   /// `train_args` as text (numbers and booleans as Python writes them: "16", "True", "0.01").
   std::map<std::string, std::string> train_args;
   std::string version;             ///< the Ultralytics version that wrote it, if recorded
