@@ -207,8 +207,12 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     const at::Tensor proto = segment ? heads.proto.to(torch::kCPU, torch::kFloat) : at::Tensor();
     const std::vector<at::Tensor> masks = prediction_masks(preds, proto, *b);
     if (pass.plots && b->index < 3) {
+      std::vector<at::Tensor> keypoints;  // a pose model's, per image [n, k, dims] in the batch's pixels
+      for (const auto& p : preds) {
+        if (pose) keypoints.push_back(p.slice(1, 6).reshape({-1, kpt_shape[0], kpt_shape[1]}));
+      }
       plots::plot_validation_batch(*pass.plots, *b, boxes, pass.net->names(), pass.plot_dir, pass.max_det, masks,
-                                   pass.overlap_mask);
+                                   pass.overlap_mask, keypoints);
     }
     const std::vector<metrics::ImageInfo> infos = image_infos(*b);
     for (std::size_t i = 0; i < preds.size() && pose; ++i) {

@@ -11,6 +11,7 @@ namespace {
 ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names, bool overlap_masks) {
   ImagesPlot p;
   if (b.masks.defined()) p.masks = b.masks.to(at::kCPU).clone();
+  if (b.keypoints.defined()) p.keypoints = b.keypoints.to(at::kCPU).clone();
   p.overlap_masks = overlap_masks;
   p.images = b.img.detach().to(at::kCPU).clone();
   p.batch_idx = b.batch_idx.to(at::kCPU).clone();
@@ -24,13 +25,16 @@ ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names
 // Ultralytics' output_to_target: one row per detection (image index, class, xywh, conf), drawn on
 // the images of `labels` (their tensor is shared, not copied again).
 ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor>& preds, std::int64_t max_det,
-                          const std::vector<at::Tensor>& pred_masks) {
+                          const std::vector<at::Tensor>& pred_masks, const std::vector<at::Tensor>& pred_keypoints) {
   ImagesPlot p = labels;
   p.masks = at::Tensor();
+  p.keypoints = at::Tensor();
   p.overlap_masks = false;
-  std::vector<at::Tensor> idx, cls, boxes, confs, masks;
+  std::vector<at::Tensor> idx, cls, boxes, confs, masks, keypoints;
   for (const auto& m : pred_masks) masks.push_back(m.to(at::kCPU).slice(0, 0, max_det).gt(0.5).to(at::kByte));
   if (!masks.empty()) p.masks = at::cat(masks);
+  for (const auto& k : pred_keypoints) keypoints.push_back(k.to(at::kCPU, at::kFloat).slice(0, 0, max_det));
+  if (!keypoints.empty()) p.keypoints = at::cat(keypoints);
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const at::Tensor d = preds[i].detach().to(at::kCPU, at::kFloat).slice(0, 0, max_det);
     const at::Tensor xyxy = d.slice(1, 0, 4);
@@ -65,10 +69,11 @@ void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std
 
 void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
                            const std::vector<std::string>& names, const std::filesystem::path& dir,
-                           std::int64_t max_det, const std::vector<at::Tensor>& pred_masks, bool overlap_masks) {
+                           std::int64_t max_det, const std::vector<at::Tensor>& pred_masks, bool overlap_masks,
+                           const std::vector<at::Tensor>& pred_keypoints) {
   const std::string stem = "val_batch" + std::to_string(batch.index);
   ImagesPlot labels = labels_of(batch, names, overlap_masks);
-  ImagesPlot predictions = predictions_of(labels, preds, max_det, pred_masks);
+  ImagesPlot predictions = predictions_of(labels, preds, max_det, pred_masks, pred_keypoints);
   writer.submit(dir / (stem + "_labels.jpg"), [p = std::move(labels)] { return plot_images(p); });
   writer.submit(dir / (stem + "_pred.jpg"), [p = std::move(predictions)] { return plot_images(p); });
 }

@@ -11,6 +11,7 @@
 #include "chart.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/plots/box_label.hpp"
+#include "yolotrain/plots/keypoints.hpp"
 
 namespace yolotrain::plots {
 namespace {
@@ -73,6 +74,31 @@ void draw_masks(data::Image& out, const ImagesPlot& p, int i, const cv::Rect& ti
   for (std::size_t k = 0; k < rows.size(); ++k) {
     if (confs.defined() && !(confs[rows[k]].item<float>() > p.conf_thres)) continue;
     blend_mask(out, masks[k], tile, cls[rows[k]].item<std::int64_t>());
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Tile `i`'s keypoints (plot_images' "Plot keypoints"): each drawn box's, scaled to the tile (from
+// normalised, or by the mosaic's scale) and moved to it.
+void draw_tile_keypoints(data::Image& out, const ImagesPlot& p, int i, const cv::Rect& tile, double scale,
+                         const at::Tensor& idx, const at::Tensor& confs, int lw) {
+  const at::Tensor rows = (idx == i).nonzero().reshape({-1});
+  if (rows.numel() == 0) return;
+  at::Tensor k = p.keypoints.to(at::kCPU, at::kFloat).index_select(0, rows).clone();
+  if (k.select(-1, 0).max().item<float>() <= 1.01F || k.select(-1, 1).max().item<float>() <= 1.01F) {
+    k.select(-1, 0).mul_(tile.width);
+    k.select(-1, 1).mul_(tile.height);
+  } else if (scale < 1) {
+    k.slice(-1, 0, 2).mul_(scale);
+  }
+  k.select(-1, 0).add_(tile.x);
+  k.select(-1, 1).add_(tile.y);
+  for (std::int64_t j = 0; j < rows.numel(); ++j) {
+    if (confs.defined() && !(confs[rows[j]].item<float>() > p.conf_thres)) continue;
+    draw_keypoints(out, k[j], lw, p.conf_thres);
   }
 }
 
@@ -144,6 +170,8 @@ data::Image plot_images(const ImagesPlot& p) {
       draw_box_label(out, std::trunc(cx - bw / 2 + x), std::trunc(cy - bh / 2 + y), std::trunc(cx + bw / 2 + x),
                               std::trunc(cy + bh / 2 + y), text, c, lw);
     }
+    if (p.keypoints.defined() && p.keypoints.size(0) == idx.size(0))
+      draw_tile_keypoints(out, p, i, cv::Rect(x, y, w, h), scale, idx, confs, lw);
     if (p.masks.defined()) draw_masks(out, p, i, cv::Rect(x, y, w, h), idx, cls, confs);
   }
   return out;

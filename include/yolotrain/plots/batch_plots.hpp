@@ -18,7 +18,7 @@ namespace yolotrain::plots {
 void plot_training_labels(PlotWriter& writer, const data::Dataset& set, const std::filesystem::path& dir);
 
 /// Queues `dir/train_batch<index>.jpg`: the augmented batch with its labels (and its masks when it
-/// has them: index masks when `overlap_masks`), as Ultralytics' plot_training_samples. Copies what
+/// has them: index masks when `overlap_masks`; its keypoints), as Ultralytics' plot_training_samples. Copies what
 /// it needs, so `batch` may change after the call.
 void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
                          const std::filesystem::path& dir, bool overlap_masks = true);
@@ -28,10 +28,12 @@ void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std
 /// plot_predictions. `preds` are the batch's post-NMS rows per image (x1, y1, x2, y2, conf, cls)
 /// in the batch images' pixels; at most `max_det` per image are drawn. A segmentation model's
 /// pictures have the masks too: the batch's label masks (index masks when `overlap_masks`) and
-/// `pred_masks`, per image [n, h, w] 0/1 in the predictions' order (empty: none).
+/// `pred_masks`, per image [n, h, w] 0/1 in the predictions' order (empty: none); a pose model's
+/// the keypoints: the batch's and `pred_keypoints`, per image [n, k, 2 | 3] in the batch images'
+/// pixels, in the predictions' order (empty: none).
 void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
                            const std::vector<std::string>& names, const std::filesystem::path& dir,
                            std::int64_t max_det = 300, const std::vector<at::Tensor>& pred_masks = {},
-                           bool overlap_masks = true);
+                           bool overlap_masks = true, const std::vector<at::Tensor>& pred_keypoints = {});
 
 }  // namespace yolotrain::plots

@@ -21,6 +21,9 @@ struct ImagesPlot {
   /// one per box; undefined: none.
   at::Tensor masks;
   bool overlap_masks = false;
+  /// Keypoints of each box, [N, k, 2 | 3]: normalised (an image's all <= 1.01) or in pixels of the
+  /// batch images; undefined: none.
+  at::Tensor keypoints;
   std::vector<std::string> paths;  ///< each image's file (its name is written in the tile)
   std::vector<std::string> names;  ///< class names by index
   int max_size = 1920;             ///< the mosaic's longest side at most
@@ -31,8 +34,9 @@ struct ImagesPlot {
 /// Ultralytics' plot_images (utils/plotting.py): up to 16 images in a square grid filled column
 /// by column on white, scaled so the mosaic's side is at most max_size, a white border and the
 /// file name on each tile, every label box with its class name (predictions above conf_thres with
-/// "name 0.8"), in the class palette of class_color() (box_label.hpp), then each drawn box's mask
-/// blended over its tile (0.4 image + 0.6 class colour). Returns the mosaic (BGR). Text is
+/// "name 0.8"), in the class palette of class_color() (box_label.hpp), each drawn box's keypoints
+/// (draw_keypoints(): radius the line width, those under conf_thres left out), then each drawn
+/// box's mask blended over its tile (0.4 image + 0.6 class colour). Returns the mosaic (BGR). Text is
 /// OpenCV's Hershey font, where Ultralytics draws with PIL and Arial.
 data::Image plot_images(const ImagesPlot& plot);
 

@@ -92,7 +92,8 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
 /// The task `model`'s head trains for, with the run's loss gains and recipe (compat=) and the
 /// dataset's config (a pose dataset's flip_idx and kpt_oks_sigmas): detection for a Detect head
 /// (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head, pose for a Pose head.
-std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg, const data::DataConfig& data);
+std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg,
+                                const data::DataConfig& data = {});
 
 /// Throws ConfigError, in one line, when a model of `task` ("detect", "segment", "pose") cannot
 /// use the labels of `data` (given as data=`data_arg`): a pose dataset's keypoints for a detection

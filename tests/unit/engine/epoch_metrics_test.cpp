@@ -4,6 +4,7 @@
 
 #include "run_outputs.hpp"
 #include "tasks/task.hpp"
+#include "yolotrain/data/data_config.hpp"
 #include "yolotrain/engine/trainer.hpp"
 
 #include "catch.hpp"
@@ -18,8 +19,10 @@ std::vector<std::string> columns_of(const std::string& yaml, const std::string& 
   cfg.model = yaml;
   cfg.compat = compat;
   const ytnn::DetectionModel model(ytnn::DetectionModelOptions(yaml).nc(2).ultralytics(compat));
+  yolotrain::data::DataConfig data;  // a pose model's dataset names its keypoints
+  if (model->task() == "pose") data.kpt_shape = std::array<int, 2>{17, 3};
   std::vector<std::string> names;
-  for (const auto& [name, value] : en::make_task(model, cfg)->epoch_metrics().named()) names.push_back(name);
+  for (const auto& [name, value] : en::make_task(model, cfg, data)->epoch_metrics().named()) names.push_back(name);
   return names;
 }
 
@@ -48,7 +51,8 @@ TEST_CASE("an epoch's figures have Ultralytics' names in results.csv's order", "
 // Ultralytics' save_metrics keys: label_loss_items("train"), the validator's metrics keys,
 // label_loss_items("val"), lr/pg0-2 — loss_names from the criterion (8.4's v8SegmentationLoss:
 // box, seg, cls, dfl, sem; DetMetrics / SegmentMetrics keys).
-TEST_CASE("each task's epoch has its own columns: detection's (B), segmentation's (B) and (M)", "[engine]") {
+TEST_CASE("each task's epoch has its own columns: detection's (B), segmentation's (B) and (M), pose's (B) and (P)",
+          "[engine]") {
   const std::vector<std::string> box = en::box_metric_keys("B"), mask = en::box_metric_keys("M");
   CHECK(box == std::vector<std::string>{"metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)",
                                          "metrics/mAP50-95(B)"});
@@ -62,6 +66,18 @@ TEST_CASE("each task's epoch has its own columns: detection's (B), segmentation'
         joined({{"train/box_loss", "train/seg_loss", "train/cls_loss", "train/dfl_loss", "train/sem_loss"}, box, mask,
                 {"val/box_loss", "val/seg_loss", "val/cls_loss", "val/dfl_loss", "val/sem_loss"}, kLr}));
   CHECK(columns_of("yolo26n-seg.yaml")[3] == "train/l1_loss");
+  // PoseTrainer: v8PoseLoss' box, pose, kobj, cls, dfl; PoseLoss26 adds rle (l1 in dfl's place).
+  const std::vector<std::string> pose = en::box_metric_keys("P");
+  CHECK(columns_of("yolo11n-pose.yaml") ==
+        joined({{"train/box_loss", "train/pose_loss", "train/kobj_loss", "train/cls_loss", "train/dfl_loss"}, box,
+                pose, {"val/box_loss", "val/pose_loss", "val/kobj_loss", "val/cls_loss", "val/dfl_loss"}, kLr}));
+  CHECK(columns_of("yolo26n-pose.yaml") ==
+        joined({{"train/box_loss", "train/pose_loss", "train/kobj_loss", "train/cls_loss", "train/l1_loss",
+                 "train/rle_loss"},
+                box,
+                pose,
+                {"val/box_loss", "val/pose_loss", "val/kobj_loss", "val/cls_loss", "val/l1_loss", "val/rle_loss"},
+                kLr}));
   // 8.3's v8SegmentationLoss had four terms: no sem_loss column.
   CHECK(columns_of("yolov8n-seg.yaml", "8.3") ==
         joined({{"train/box_loss", "train/seg_loss", "train/cls_loss", "train/dfl_loss"}, box, mask,

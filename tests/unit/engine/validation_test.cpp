@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "test_support.hpp"
+#include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/lifecycle/files/sha256.hpp"
 
 namespace en = yolotrain::engine;
@@ -195,9 +196,26 @@ TEST_CASE("val of Ultralytics' coco128-seg checkpoints: masks validated, every f
   }
 }
 
-// Ultralytics 8.4.117's own validation (scripts/ultralytics84_seg_val.py -> data/
+namespace {
+
+// A validation's figures against Ultralytics' own (scripts/ultralytics84_val.py's JSON): P, R,
+// mAP50, mAP50-95, all and per class, to 1e-3.
+void check_figures(const yolotrain::metrics::DetMetrics& m, const nlohmann::json& f) {
+  for (int k = 0; k < 4; ++k) CHECK(m.mean_results()[k] == Approx(f["all"][k].get<double>()).margin(1e-3));
+  REQUIRE(m.ap50.size() == f["ap50"].size());
+  for (size_t c = 0; c < m.ap50.size(); ++c) {
+    CHECK(m.p[c] == Approx(f["p"][c].get<double>()).margin(1e-3));
+    CHECK(m.r[c] == Approx(f["r"][c].get<double>()).margin(1e-3));
+    CHECK(m.ap50[c] == Approx(f["ap50"][c].get<double>()).margin(1e-3));
+    CHECK(m.ap[c] == Approx(f["ap"][c].get<double>()).margin(1e-3));
+  }
+}
+
+}  // namespace
+
+// Ultralytics 8.4.117's own validation (scripts/ultralytics84_val.py -> data/
 // ultralytics84_shapes_seg_<model>.json) of a checkpoint its own trainer wrote on shapes-seg
-// (scripts/ultralytics84_train_seg.py, 30 epochs at 160 px): box and mask P, R, mAP50, mAP50-95, all
+// (scripts/ultralytics84_train.py, 30 epochs at 160 px): box and mask P, R, mAP50, mAP50-95, all
 // and per class, to 1e-3. The checkpoints are Ultralytics' files and stay out of the project: the
 // test reads shapesseg_<model>/best.pt from $YOLOTRAIN_SEG_WEIGHTS or ../shared/weights/ultralytics
 // and checks its SHA-256 against the reference's; it says so and skips when neither has it.
@@ -218,7 +236,7 @@ TEST_CASE("val of Ultralytics' own shapes-seg checkpoints gives Ultralytics' own
     }
     if (best.empty() || !fs::exists(data)) {
       WARN("skipped: no shapesseg_" << model << "/best.pt in $YOLOTRAIN_SEG_WEIGHTS nor " << places.back().string()
-                          << " (make it with scripts/ultralytics84_train_seg.py), or no " << data.string());
+                          << " (make it with scripts/ultralytics84_train.py), or no " << data.string());
       continue;
     }
     INFO(model << " " << best.string());
@@ -229,23 +247,13 @@ TEST_CASE("val of Ultralytics' own shapes-seg checkpoints gives Ultralytics' own
         {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
          "plots=false", "project=" + tmp.path().string()}));
     REQUIRE(r.mask_metrics);
-    const auto check = [](const yolotrain::metrics::DetMetrics& m, const nlohmann::json& f) {
-      for (int k = 0; k < 4; ++k) CHECK(m.mean_results()[k] == Approx(f["all"][k].get<double>()).margin(1e-3));
-      REQUIRE(m.ap50.size() == f["ap50"].size());
-      for (size_t c = 0; c < m.ap50.size(); ++c) {
-        CHECK(m.p[c] == Approx(f["p"][c].get<double>()).margin(1e-3));
-        CHECK(m.r[c] == Approx(f["r"][c].get<double>()).margin(1e-3));
-        CHECK(m.ap50[c] == Approx(f["ap50"][c].get<double>()).margin(1e-3));
-        CHECK(m.ap[c] == Approx(f["ap"][c].get<double>()).margin(1e-3));
-      }
-    };
     {
       INFO("box");
-      check(r.metrics, ref["box"]);
+      check_figures(r.metrics, ref["box"]);
     }
     {
       INFO("mask");
-      check(*r.mask_metrics, ref["mask"]);
+      check_figures(*r.mask_metrics, ref["mask"]);
     }
   }
 }
@@ -263,4 +271,47 @@ TEST_CASE("val of a segmentation model on box labels says it needs polygons", "[
                                               "plots=false", "project=" + tmp.path().string()});
   CHECK_THROWS_WITH(en::validate(cfg),
                     Catch::Contains("needs polygon labels") && Catch::Contains("112 boxes and 0 polygons"));
+}
+
+// Ultralytics 8.4.117's own validation (scripts/ultralytics84_val.py -> data/
+// ultralytics84_shapes_pose_yolo11n-pose.json) of a yolo11n-pose its own trainer wrote on the built-in
+// shapes-pose (20 epochs at 160 px): box and pose P, R, mAP50, mAP50-95 (OKS, sigmas 1/5), all and
+// per class, to 1e-3. The checkpoint stays out of the project: shapespose_yolo11n-pose/best.pt from
+// $YOLOTRAIN_POSE_WEIGHTS or ../shared/weights/ultralytics, its SHA-256 checked; skipped otherwise.
+// The dataset is written here by the generator, whose bytes are a function of its options.
+TEST_CASE("val of Ultralytics' own shapes-pose checkpoint gives Ultralytics' own box and pose figures",
+          "[engine][pose]") {
+  namespace fs = std::filesystem;
+  const fs::path ref_file =
+      fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data/ultralytics84_shapes_pose_yolo11n-pose.json";
+  std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics/shapespose_yolo11n-pose"};
+  if (const char* dir = std::getenv("YOLOTRAIN_POSE_WEIGHTS"))
+    places.insert(places.begin(), fs::path(dir) / "shapespose_yolo11n-pose");
+  fs::path best;
+  for (const auto& p : places) {
+    if (fs::exists(p / "best.pt")) best = p / "best.pt";
+  }
+  if (best.empty()) {
+    WARN("skipped: no shapespose_yolo11n-pose/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
+         << places.back().string() << " (make it with scripts/ultralytics84_train.py)");
+    return;
+  }
+  const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+  REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+  yolotrain::test::TempDir tmp;
+  yolotrain::data::ShapesOptions shapes;
+  shapes.keypoints = true;  // data=shapes-pose's set: seed 0, 256 + 64 images of 320 px
+  const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-pose", shapes);
+  const en::ValidationReport r = en::validate(en::val_config(
+      {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
+       "plots=false", "project=" + tmp.path().string()}));
+  REQUIRE(r.pose_metrics);
+  {
+    INFO("box");
+    check_figures(r.metrics, ref["box"]);
+  }
+  {
+    INFO("pose");
+    check_figures(*r.pose_metrics, ref["pose"]);
+  }
 }

@@ -1,6 +1,6 @@
 // Predicted masks against Ultralytics 8.4.117's own SegmentationPredictor
 // (scripts/ultralytics84_seg_predict.py -> data/ultralytics84_shapes_seg_predict*.json) of a
-// YOLOv8n-seg its own trainer wrote on shapes-seg (scripts/ultralytics84_train_seg.py, 30 epochs at
+// YOLOv8n-seg its own trainer wrote on shapes-seg (scripts/ultralytics84_train.py, 30 epochs at
 // 160 px), at imgsz 224 and conf 0.01, on three shapes-seg images and a COCO one (letterboxed with
 // padding). The checkpoint is Ultralytics' file and stays out of the project: the test reads
 // shapesseg_yolov8n-seg/best.pt from $YOLOTRAIN_SEG_WEIGHTS or ../shared/weights/ultralytics, checks
@@ -67,7 +67,7 @@ void compare_with_reference(const std::string& reference, bool retina) {
   const fs::path best = seg_weights();
   if (best.empty()) {
     WARN("skipped: no shapesseg_yolov8n-seg/best.pt in $YOLOTRAIN_SEG_WEIGHTS nor ../shared/weights/ultralytics "
-         "(make it with scripts/ultralytics84_train_seg.py)");
+         "(make it with scripts/ultralytics84_train.py)");
     return;
   }
   REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);

@@ -1,8 +1,8 @@
-# Ultralytics 8.4.117's own validation of a segmentation checkpoint: yolotrain's reference for
-# `yolo_train val` of seg models (tests/unit/engine/validation_test.cpp, "[segment]"). Run with
+# Ultralytics 8.4.117's own validation of a segmentation or pose checkpoint: yolotrain's reference for
+# `yolo_train val` of seg and pose models (tests/unit/engine/validation_test.cpp). Run with
 # Ultralytics 8.4.117 importable (../shared/tools/ultralytics84/README.md):
-#   python3 scripts/ultralytics84_seg_val.py BEST.pt DATA.yaml IMGSZ OUT.json
-# The checkpoints it was run on are trained by scripts/ultralytics84_train_seg.py.
+#   python3 scripts/ultralytics84_val.py BEST.pt DATA.yaml IMGSZ OUT.json
+# The checkpoints it was run on are trained by scripts/ultralytics84_train.py.
 import hashlib, json, sys
 
 import torch
@@ -21,6 +21,8 @@ def figures(m):
 
 
 result = {"ultralytics": "8.4.117", "checkpoint_sha256": hashlib.sha256(open(pt, "rb").read()).hexdigest(),
-          "imgsz": imgsz, "batch": 16, "box": figures(r.box), "mask": figures(r.seg)}
+          "imgsz": imgsz, "batch": 16, "box": figures(r.box)}
+second = "pose" if hasattr(r, "pose") else "mask"  # PoseMetrics' keypoints, SegmentMetrics' masks
+result[second] = figures(r.pose if second == "pose" else r.seg)
 json.dump(result, open(out, "w"), indent=1)
-print(result["box"]["all"], result["mask"]["all"])
+print(result["box"]["all"], result[second]["all"])

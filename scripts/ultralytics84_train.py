@@ -1,0 +1,20 @@
+# Trains a model with Ultralytics 8.4.117's own trainer (its task from the YAML: segmentation on
+# shapes-seg, pose on shapes-pose), so that its validation has figures worth comparing (the
+# coco128seg checkpoints in ../shared learned nothing; ../shared has no pose checkpoint).
+# Run with Ultralytics 8.4.117 importable (../shared/tools/ultralytics84/README.md), on a copy of the
+# dataset whose data.yaml `path:` is absolute (shapes-pose: `yolo_dataset shapes DIR --keypoints`):
+#   python3 scripts/ultralytics84_train.py yolo11n-seg.yaml /tmp/u84data/shapes-seg/data.yaml /tmp/segruns 30
+#   python3 scripts/ultralytics84_train.py yolo11n-pose.yaml /tmp/u84data/shapes-pose/data.yaml /tmp/poseruns 20
+# -> /tmp/segruns/yolo11n-seg/weights/best.pt (then scripts/ultralytics84_val.py).
+import sys, time
+
+import torch
+torch.set_num_threads(2)
+from ultralytics import YOLO
+
+model_yaml, data, project, epochs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+t = time.time()
+YOLO(model_yaml).train(data=data, imgsz=160, batch=16, epochs=epochs, seed=0, deterministic=True, workers=0,
+                       device="cpu", amp=False, plots=False, project=project, name=model_yaml.replace(".yaml", ""),
+                       exist_ok=True, verbose=False)
+print("train wall s", time.time() - t)
