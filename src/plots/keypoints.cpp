@@ -35,7 +35,8 @@ cv::Scalar bgr(const std::array<std::uint8_t, 3>& rgb) { return cv::Scalar(rgb[2
 
 }  // namespace
 
-void draw_keypoints(data::Image& image, const at::Tensor& keypoints, int radius, double conf_thres, bool limbs) {
+void draw_keypoints(data::Image& image, const at::Tensor& keypoints, int radius, int line_width, double conf_thres,
+                    bool limbs) {
   if (keypoints.dim() != 2 || keypoints.size(1) < 2 || keypoints.size(1) > 3)
     throw Error("draw_keypoints: keypoints must be [k, 2 or 3], got " + c10::str(keypoints.sizes()));
   const at::Tensor k = keypoints.to(at::kCPU, at::kFloat).contiguous();
@@ -63,7 +64,8 @@ void draw_keypoints(data::Image& image, const at::Tensor& keypoints, int radius,
     const cv::Point pa(static_cast<int>(p[a * dims]), static_cast<int>(p[a * dims + 1]));
     const cv::Point pb(static_cast<int>(p[b * dims]), static_cast<int>(p[b * dims + 1]));
     if (std::min({pa.x, pa.y, pb.x, pb.y}) < 0) continue;
-    cv::line(im, pa, pb, bgr(kPosePalette[kLimbColor[l]]), static_cast<int>(std::ceil(radius / 2.0)), cv::LINE_AA);
+    cv::line(im, pa, pb, bgr(kPosePalette[kLimbColor[l]]), static_cast<int>(std::ceil(line_width / 2.0)),
+             cv::LINE_AA);
   }
 }
 

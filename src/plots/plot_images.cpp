@@ -98,7 +98,7 @@ void draw_tile_keypoints(data::Image& out, const ImagesPlot& p, int i, const cv:
   k.select(-1, 1).add_(tile.y);
   for (std::int64_t j = 0; j < rows.numel(); ++j) {
     if (confs.defined() && !(confs[rows[j]].item<float>() > p.conf_thres)) continue;
-    draw_keypoints(out, k[j], lw, p.conf_thres);
+    draw_keypoints(out, k[j], lw, lw, p.conf_thres);  // Annotator.kpts: radius = line width
   }
 }
 

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include <ATen/ATen.h>
+
 #include "yolotrain/plots/box_label.hpp"
+#include "yolotrain/plots/keypoints.hpp"
 
 namespace yolotrain::predict {
 
@@ -52,6 +55,12 @@ void draw_detections(data::Image& image, const std::vector<Detection>& boxes, co
       label = it->name + (options.show_conf ? conf : "");
     }
     plots::draw_box_label(image, it->x1, it->y1, it->x2, it->y2, label, it->cls, lw);
+  }
+  for (auto it = boxes.rbegin(); it != boxes.rend(); ++it) {  // Results.plot: kpts(k, radius=5)
+    if (it->keypoints.empty() || it->keypoint_dims < 2) continue;
+    const auto n = static_cast<std::int64_t>(it->keypoints.size()) / it->keypoint_dims;
+    const at::Tensor k = at::from_blob(const_cast<float*>(it->keypoints.data()), {n, it->keypoint_dims}, at::kFloat);
+    plots::draw_keypoints(image, k, 5, lw);
   }
 }
 

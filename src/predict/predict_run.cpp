@@ -41,7 +41,8 @@ std::string g(double v) {
 }
 
 // Results.save_txt: "cls xc yc w h [conf]" normalised to the original image (a segmentation
-// model's: "cls x1 y1 x2 y2 ... [conf]", its outline, masks.xyn), appended.
+// model's: "cls x1 y1 x2 y2 ... [conf]", its outline, masks.xyn; a pose model's keypoints after the
+// box: x y [visibility] each, keypoints.xyn and conf), appended.
 void append_labels(const fs::path& file, const Prediction& p, bool save_conf) {
   std::ofstream f(file, std::ios::app);
   for (const auto& d : p.boxes) {
@@ -55,6 +56,11 @@ void append_labels(const fs::path& file, const Prediction& p, bool save_conf) {
     } else {
       f << ' ' << g((d.x1 + d.x2) / 2.0 / w) << ' ' << g((d.y1 + d.y2) / 2.0 / h) << ' ' << g((d.x2 - d.x1) / w) << ' '
         << g((d.y2 - d.y1) / h);
+    }
+    for (std::size_t i = 0; d.keypoint_dims >= 2 && i + 1 < d.keypoints.size(); i += d.keypoint_dims) {
+      f << ' ' << g(d.keypoints[i] / static_cast<float>(p.orig_w)) << ' '
+        << g(d.keypoints[i + 1] / static_cast<float>(p.orig_h));  // float32, as xy / orig_shape
+      if (d.keypoint_dims == 3) f << ' ' << g(d.keypoints[i + 2]);
     }
     if (save_conf) f << ' ' << g(d.conf);
     f << '\n';

@@ -46,6 +46,7 @@ struct Predictor::Impl {
   std::unique_ptr<detail::OnednnNet> onednn;  // the CPU forward when it runs this model
   std::string forward;                        // its label, or libtorch's
   bool segment = false;                       // a Segment head: masks too
+  std::vector<std::int64_t> kpt_shape;        // a Pose head's keypoints (empty otherwise)
 
   void compile_onednn(const detail::CpuForward& how);
 
@@ -66,6 +67,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.description = w.description;
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
   m.segment = m.net->task() == "segment";
+  m.kpt_shape = m.net->head()->options.kpt_shape();
   if (!options.end2end) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
   options.imgsz_w = nn::check_imgsz(options.imgsz_w, m.net->max_stride());
@@ -74,7 +76,10 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
   m.net->to(m.device, m.dtype);
-  if (m.device.is_cpu() && how.onednn && m.segment) {
+  if (m.device.is_cpu() && how.onednn && !m.kpt_shape.empty()) {
+    std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a pose head's keypoints yet"
+              << std::endl;
+  } else if (m.device.is_cpu() && how.onednn && m.segment) {
     std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a segmentation head's "
                  "prototypes yet" << std::endl;
   } else if (m.device.is_cpu() && how.onednn) {
@@ -125,10 +130,10 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
 
   const auto t1 = Clock::now();
   at::Tensor out, proto;
-  if (segment) {
+  if (segment || !kpt_shape.empty()) {  // the head's extra outputs: prototypes, keypoints
     const nn::HeadOutputs heads = net->forward_heads(x);
     out = net->head()->inference(heads);
-    proto = heads.proto.to(at::kCPU, at::kFloat);
+    if (segment) proto = heads.proto.to(at::kCPU, at::kFloat);
   } else {
     out = onednn ? onednn->predict(x) : net->predict(x);
   }
@@ -144,7 +149,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   nms.agnostic = options.agnostic_nms;
   nms.multi_label = false;
   nms.end2end = net->head()->end2end();  // YOLO26: the top-k needs no NMS
-  if (segment) nms.nc = net->nc();       // the mask coefficients ride along
+  if (segment || !kpt_shape.empty()) nms.nc = net->nc();  // the mask coefficients or keypoints ride along
   const std::vector<at::Tensor> kept = metrics::non_max_suppression(out.to(at::kFloat), nms);
   const std::array<std::int64_t, 2> input_shape{x.size(2), x.size(3)};
   std::vector<Prediction> preds;
@@ -162,9 +167,19 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
     if (segment) det = masks.detections;
     at::Tensor xyxy = det.slice(1, 0, 4);
     if (!segment) metrics::scale_boxes(input_shape, xyxy, {p.orig_h, p.orig_w});
+    at::Tensor keypoints;  // PosePredictor: scale_coords from the network input to the image
+    if (!kpt_shape.empty()) {
+      keypoints = det.slice(1, 6).reshape({-1, kpt_shape[0], kpt_shape[1]}).clone();
+      metrics::scale_coords(input_shape, keypoints, {p.orig_h, p.orig_w});
+    }
     const auto a = det.accessor<float, 2>();
     for (std::int64_t r = 0; r < det.size(0); ++r) {
-      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), "", {}, {}};
+      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), "", {}, {}, {}, 0};
+      if (keypoints.defined()) {
+        const at::Tensor k = keypoints[r].contiguous();
+        d.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
+        d.keypoint_dims = static_cast<int>(kpt_shape[1]);
+      }
       d.name = d.cls >= 0 && d.cls < static_cast<std::int64_t>(names.size()) ? names[d.cls] : std::to_string(d.cls);
       if (segment) {
         d.mask = std::move(masks.bitmaps[static_cast<std::size_t>(r)]);

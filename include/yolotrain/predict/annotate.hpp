@@ -25,7 +25,8 @@ void draw_masks(data::Image& image, const std::vector<Detection>& boxes, float a
 /// (draw_masks()), then the boxes, lowest confidence first; each box an anti-aliased rectangle in
 /// its class colour, its label ("name 0.87") in label_text_color() on a filled box of that colour
 /// above the box (below the top edge when there is no room above, shifted left to stay inside the
-/// image).
+/// image); then each detection's keypoints (plots::draw_keypoints: radius 5, COCO's limbs for 17,
+/// those under 0.25 left out), lowest confidence first.
 void draw_detections(data::Image& image, const std::vector<Detection>& boxes, const AnnotateOptions& options = {});
 
 /// The box drawing it uses, plots' (Ultralytics' Colors and Annotator.box_label), by the names

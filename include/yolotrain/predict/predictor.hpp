@@ -55,6 +55,11 @@ struct Detection {
   /// The mask's outline in the original image's pixels, x y pairs (Ultralytics' masks.xy:
   /// masks2segments of the mask it computed, scaled to the image). Empty for a detection model.
   std::vector<float> polygon;
+  /// A pose model's keypoints of the object in the original image's pixels: x y (and the
+  /// visibility's sigmoid when keypoint_dims is 3) per keypoint, Ultralytics' Results.keypoints.data
+  /// (scale_coords from the network input). Empty for other models.
+  std::vector<float> keypoints;
+  int keypoint_dims = 0;  ///< 2 or 3 for a pose model, else 0
 };
 
 /// Milliseconds per image of the three stages, as Ultralytics' `Results.speed`.

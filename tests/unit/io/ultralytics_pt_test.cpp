@@ -173,11 +173,11 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
   write_archive(tmp / "bare.pt", literal_bytes("\x80\x02}X\x01\x00\x00\x00" "aK\x01s."));  // {'a': 1}
   CHECK_THAT(error_reading(tmp / "bare.pt"), Catch::Contains("without 'model' or 'ema'"));
 
-  // {'model': PoseModel()}
-  write_archive(tmp / "pose.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model"
-                                               "cultralytics.nn.tasks\nPoseModel\n)\x81}bs."));
-  CHECK_THAT(error_reading(tmp / "pose.pt"), Catch::Contains("ultralytics.nn.tasks.PoseModel") &&
-                                                 Catch::Contains("detection and segmentation models"));
+  // {'model': ClassificationModel()}
+  write_archive(tmp / "cls.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model"
+                                              "cultralytics.nn.tasks\nClassificationModel\n)\x81}bs."));
+  CHECK_THAT(error_reading(tmp / "cls.pt"), Catch::Contains("ultralytics.nn.tasks.ClassificationModel") &&
+                                                Catch::Contains("detection, segmentation and pose models"));
 
   // {'model': DetectionModel with a child layer '0' of a class yolotrain does not have}
   write_archive(tmp / "attn.pt",
