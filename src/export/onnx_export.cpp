@@ -109,6 +109,10 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                 std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
   }
   if (!model.fused() || model.is_training()) throw Error("ONNX export: the model must be fused and in eval mode");
+  if (model.head()->keypoints()) {  // the graph would lack the keypoints: refused, not half written
+    throw Error("ONNX export: a pose model's keypoints are not in the ONNX graph yet; export its weights as "
+                "safetensors (format=safetensors), or a detection or segmentation model");
+  }
   const auto stride = static_cast<std::int64_t>(model.strides().back());
   if (options.imgsz_h <= 0 || options.imgsz_w <= 0 || options.imgsz_h % stride || options.imgsz_w % stride) {
     throw Error("ONNX export: imgsz " + std::to_string(options.imgsz_h) + "x" + std::to_string(options.imgsz_w) +
