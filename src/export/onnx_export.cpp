@@ -109,10 +109,6 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                 std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
   }
   if (!model.fused() || model.is_training()) throw Error("ONNX export: the model must be fused and in eval mode");
-  if (model.head()->keypoints()) {  // the graph would lack the keypoints: refused, not half written
-    throw Error("ONNX export: a pose model's keypoints are not in the ONNX graph yet; export its weights as "
-                "safetensors (format=safetensors), or a detection or segmentation model");
-  }
   const auto stride = static_cast<std::int64_t>(model.strides().back());
   if (options.imgsz_h <= 0 || options.imgsz_w <= 0 || options.imgsz_h % stride || options.imgsz_w % stride) {
     throw Error("ONNX export: imgsz " + std::to_string(options.imgsz_h) + "x" + std::to_string(options.imgsz_w) +
@@ -146,7 +142,8 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
   OnnxGraph g(graph);
   emit_layers(g, model, context);
   const bool end2end = model.head()->end2end();
-  const std::int64_t nm = model.head()->options.nm();  // a Segment head's mask coefficients
+  // A Segment head's mask coefficients, or a Pose head's keypoints: the extra columns of output0.
+  const std::int64_t nm = model.head()->options.nm() > 0 ? model.head()->options.nm() : model.head()->nk();
   if (end2end) {  // Ultralytics 8.4: (N, max_det, 6 (+ nm)), no NMS
     const std::int64_t k = dyn ? model.head()->options.max_det() : std::min(model.head()->options.max_det(), anchors);
     set_shape(*graph.add_output(), "output0", {options.batch, k, 6 + nm}, {dyn ? "batch" : "", "", ""});
@@ -154,7 +151,7 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
     set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc() + nm, anchors},
               {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
   }
-  if (nm > 0) {  // Ultralytics' output1: the prototypes at a quarter of the input
+  if (model.head()->segments()) {  // Ultralytics' output1: the prototypes at a quarter of the input
     set_shape(*graph.add_output(), "output1", {options.batch, nm, options.imgsz_h / 4, options.imgsz_w / 4},
               {dyn ? "batch" : "", "", dyn ? "mask_height" : "", dyn ? "mask_width" : ""});
   }
@@ -170,6 +167,10 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                        {"imgsz", imgsz},
                        {"names", names_repr(metadata.names)}});
   if (model.head()->options.end2end()) add_metadata(proto, {{"end2end", end2end ? "True" : "False"}});
+  if (model.head()->keypoints()) {  // Ultralytics' exporter: str(model.kpt_shape)
+    const auto& k = model.head()->options.kpt_shape();
+    add_metadata(proto, {{"kpt_shape", "[" + std::to_string(k[0]) + ", " + std::to_string(k[1]) + "]"}});
+  }
   try {
     onnx::checker::check_model(proto);
   } catch (const std::exception& e) {

@@ -43,7 +43,8 @@ KindEmitter find_kind_emitter(const std::string& kind) {
       {"Bottleneck", emit_one<nn::BottleneckImpl>}, {"SPPF", emit_one<nn::SPPFImpl>},
       {"C2PSA", emit_one<nn::C2PSAImpl>},       {"Upsample", emit_one<nn::UpsampleImpl>},
       {"Concat", emit_concat},                  {"Detect", emit_detect},
-      {"Segment", emit_segment},                {"Segment26", emit_segment}};
+      {"Segment", emit_segment},                {"Segment26", emit_segment},
+      {"Pose", emit_detect},                    {"Pose26", emit_detect}};  // the keypoints: in emit(DetectImpl)
   const auto it = emitters.find(kind);
   return it == emitters.end() ? nullptr : it->second;
 }

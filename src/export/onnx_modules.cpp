@@ -267,6 +267,44 @@ std::string end2end_topk(OnnxGraph& g, const std::string& preds, std::int64_t nc
 
 }  // namespace
 
+namespace {
+
+// One level's raw keypoints [B, nk, h * w]: Pose's cv4 branch, or Pose26's cv4 convs then cv4_kpts.
+std::string level_keypoints(OnnxGraph& g, nn::DetectImpl& head, bool end2end, size_t i, const std::string& x) {
+  std::string y;
+  {
+    auto a = g.scope(end2end ? "one2one_cv4" : "cv4"), b = g.scope(std::to_string(i));
+    y = branch(g, *(end2end ? head.one2one_cv4 : head.cv4)[i], x);
+  }
+  if (head.options.pose26()) {
+    auto a = g.scope(end2end ? "one2one_cv4_kpts" : "cv4_kpts"), b = g.scope(std::to_string(i));
+    y = conv2d(g, *(end2end ? head.one2one_cv4_kpts : head.cv4_kpts)[i]->as<torch::nn::Conv2dImpl>(), y);
+  }
+  return reshape(g, y, {0, head.nk(), -1});
+}
+
+// Pose.kpts_decode / Pose26.kpts_decode as Ultralytics exports them: [B, nk, A] viewed [B, n, dims,
+// A]; x, y = (raw * 2 + anchor - 0.5) * stride (Pose26: (raw + anchor) * stride), the visibility
+// through a sigmoid; back to [B, nk, A]. `anchors` broadcast as [2, A], `strides` as [1, A].
+std::string decode_keypoints(OnnxGraph& g, nn::DetectImpl& head, const std::string& raw, const std::string& anchors,
+                             const std::string& strides) {
+  auto scope = g.scope("kpts_decode");
+  const std::int64_t n = head.options.kpt_shape()[0], dims = head.options.kpt_shape()[1];
+  const std::string y = reshape(g, raw, {0, n, dims, -1});
+  std::string xy = slice(g, y, 0, 2, 2);
+  if (head.options.pose26()) {
+    xy = g.node("Add", {xy, anchors});
+  } else {
+    const std::string shifted = g.node("Sub", {anchors, g.constant(std::vector<float>{0.5F}, {})});
+    xy = g.node("Add", {g.node("Mul", {xy, g.constant(std::vector<float>{2.0F}, {})}), shifted});
+  }
+  xy = g.node("Mul", {xy, strides});
+  if (dims == 3) xy = concat(g, {xy, g.node("Sigmoid", {slice(g, y, 2, 3, 2)})}, 2);
+  return reshape(g, xy, {0, head.nk(), -1});
+}
+
+}  // namespace
+
 std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& xs, const DetectShapes& shapes,
                  const std::string& output) {
   const std::int64_t no = head.no(), reg = head.options.reg_max();
@@ -274,8 +312,8 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
   const bool end2end = head.end2end();  // the one-to-one branch, decoded to xyxy, then the top-k
   auto& box_heads = end2end ? head.one2one_cv2 : head.cv2;
   auto& cls_heads = end2end ? head.one2one_cv3 : head.cv3;
-  const std::int64_t nm = head.options.nm();
-  std::vector<std::string> flat, anchors, strides, coefficients;
+  const std::int64_t nm = head.options.nm(), nk = head.nk();
+  std::vector<std::string> flat, anchors, strides, coefficients, keypoints;
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string box, cls;
     {
@@ -290,6 +328,7 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
       auto a = g.scope(end2end ? "one2one_cv4" : "cv4"), b = g.scope(std::to_string(i));
       coefficients.push_back(reshape(g, branch(g, *(end2end ? head.one2one_cv4 : head.cv4)[i], xs[i]), {0, nm, -1}));
     }
+    if (nk > 0) keypoints.push_back(level_keypoints(g, head, end2end, i, xs[i]));  // Pose: [B, nk, h * w]
     const std::string level = concat(g, {box, cls}, 1);  // [B, no, h, w]
     flat.push_back(reshape(g, level, {0, no, -1}));
     if (shapes.dynamic) {
@@ -298,11 +337,11 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
       strides.push_back(s);
     }
   }
-  std::string anchor_points, stride_tensor;
+  std::string anchor_points, stride_tensor, kpt_anchors, kpt_strides;  // the keypoints': [2, A] and [1, A]
   std::int64_t anchor_count = 0;
   if (shapes.dynamic) {
-    anchor_points = concat(g, anchors, 1);
-    stride_tensor = concat(g, strides, 1);
+    anchor_points = kpt_anchors = concat(g, anchors, 1);
+    stride_tensor = kpt_strides = concat(g, strides, 1);
   } else {
     std::vector<at::Tensor> feats;
     for (size_t i = 0; i < xs.size(); ++i) feats.push_back(at::zeros({1, 1, shapes.level_h[i], shapes.level_w[i]}));
@@ -312,6 +351,7 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
     // broadcast a constant over the box coordinates (it fails on [1, A] and [1, 1, A]).
     anchor_points = g.constant(points.t().unsqueeze(0).contiguous());
     stride_tensor = g.constant(st.t().unsqueeze(0).expand({1, 4, -1}).contiguous());
+    if (nk > 0) kpt_anchors = g.constant(points.t().contiguous()), kpt_strides = g.constant(st.t().contiguous());
   }
   const std::string x_cat = concat(g, flat, 2);
   const std::string raw = slice(g, x_cat, 0, 4 * reg, 1);
@@ -331,11 +371,12 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
   const std::string scores = g.node("Sigmoid", {slice(g, x_cat, 4 * reg, no, 1)});
   std::vector<std::string> parts{dbox, scores};
   if (nm > 0) parts.push_back(concat(g, coefficients, 2));  // Segment._inference: cat(boxes, scores, coefficients)
+  if (nk > 0) parts.push_back(decode_keypoints(g, head, concat(g, keypoints, 2), kpt_anchors, kpt_strides));
   if (!end2end) return concat(g, parts, 1, output);
   const std::string preds = g.node("Transpose", {concat(g, parts, 1)}, {{"perm", Ints{0, 2, 1}}});
   // Ultralytics exports k = max_det; fewer anchors than that (a tiny input) keep them all.
   const std::int64_t k = anchor_count > 0 ? std::min(head.options.max_det(), anchor_count) : head.options.max_det();
-  return end2end_topk(g, preds, head.options.nc(), nm, k, output);
+  return end2end_topk(g, preds, head.options.nc(), nm > 0 ? nm : nk, k, output);
 }
 
 }  // namespace yolotrain::exporter::detail

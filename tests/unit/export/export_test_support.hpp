@@ -88,4 +88,35 @@ inline Agreement compare(const at::Tensor& expected, const at::Tensor& got) {
   return a;
 }
 
+// max |got - want| and want's range, over the part of axis `axis` from `begin` to `end`.
+inline std::pair<double, double> part_diff(const at::Tensor& want, const at::Tensor& got, int64_t axis, int64_t begin,
+                                           int64_t end) {
+  const at::Tensor w = want.slice(axis, begin, end), g = got.slice(axis, begin, end);
+  return {(g - w).abs().max().item<double>(), (w.max() - w.min()).item<double>()};
+}
+
+// An end-to-end head's top-k rows [B, k, 6 + extra] (YOLO26-seg's coefficients, -pose's keypoints):
+// rows of `want` without a row of `got` that has its box (within box_tol), score (1e-4), class and
+// extra columns (within coef_tol). Equal scores may come
+// out of TopK in either order, so rows are matched, not compared by position; and the rows that tie
+// with the k-th score (random weights give hundreds of equal scores) may be other anchors in each
+// runtime, so rows at the lowest score are left out.
+inline std::size_t unmatched_topk_rows(const at::Tensor& want, const at::Tensor& got, double box_tol,
+                                       double coef_tol, std::size_t* compared = nullptr) {
+  std::size_t missing = 0;
+  for (int64_t b = 0; b < want.size(0); ++b) {
+    const double lowest = want[b].select(1, 4).min().item<double>();
+    for (int64_t i = 0; i < want.size(1); ++i) {
+      const at::Tensor row = want[b][i];
+      if (row[4].item<double>() <= lowest + 1e-6) continue;
+      if (compared) ++*compared;
+      const at::Tensor close = ((got[b].slice(1, 0, 4) - row.slice(0, 0, 4)).abs().amax(1) <= box_tol) &
+                               ((got[b].select(1, 4) - row[4]).abs() <= 1e-4) & (got[b].select(1, 5) == row[5]) &
+                               ((got[b].slice(1, 6) - row.slice(0, 6)).abs().amax(1) <= coef_tol);
+      if (!close.any().item<bool>()) ++missing;
+    }
+  }
+  return missing;
+}
+
 }  // namespace yolotrain::test::export_support
