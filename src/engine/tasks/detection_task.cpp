@@ -8,7 +8,6 @@
 
 #include "yolotrain/loss/e2e_loss.hpp"
 
-#include "yolotrain/plots/batch_plots.hpp"
 
 namespace yolotrain::engine {
 namespace {
@@ -48,16 +47,6 @@ class DetectionTask : public Task {
     set_box_figures(m, r.metrics, "B");
     set_validation_losses(m, terms_, r);
     m.fitness = r.metrics.fitness;
-  }
-
-  void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
-                           const std::filesystem::path& dir) const override {
-    plots::plot_training_batch(writer, batch, names, dir);
-  }
-
-  void plot_validation(plots::PlotWriter& writer, const ValidationReport& report,
-                       const std::filesystem::path& dir) const override {
-    plot_validation_results(writer, report, dir);
   }
 
  private:

@@ -7,7 +7,6 @@
 #include "task.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/pose_loss.hpp"
-#include "yolotrain/plots/batch_plots.hpp"
 
 namespace yolotrain::engine {
 namespace {
@@ -94,16 +93,6 @@ class PoseTask : public Task {
     set_box_figures(m, pose, "P");
     set_validation_losses(m, terms_, r);
     m.fitness = r.metrics.fitness + pose.fitness;  // PoseMetrics.fitness
-  }
-
-  void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch, const std::vector<std::string>& names,
-                           const std::filesystem::path& dir) const override {
-    plots::plot_training_batch(writer, batch, names, dir);
-  }
-
-  void plot_validation(plots::PlotWriter& writer, const ValidationReport& report,
-                       const std::filesystem::path& dir) const override {
-    plot_validation_results(writer, report, dir);
   }
 
  private:

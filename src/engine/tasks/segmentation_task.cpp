@@ -92,11 +92,6 @@ class SegmentationTask : public Task {
     plots::plot_training_batch(writer, batch, names, dir, overlap_);
   }
 
-  void plot_validation(plots::PlotWriter& writer, const ValidationReport& report,
-                       const std::filesystem::path& dir) const override {
-    plot_validation_results(writer, report, dir);
-  }
-
  private:
   loss::SegmentationLoss criterion_;
   std::optional<loss::E2ESegmentationLoss> e2e_;

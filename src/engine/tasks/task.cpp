@@ -3,6 +3,7 @@
 #include "task.hpp"
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/plots/batch_plots.hpp"
 
 namespace yolotrain::engine {
 
@@ -13,6 +14,16 @@ EpochMetrics Task::epoch_metrics() const {
   for (const auto& term : loss_terms()) names.push_back("val/" + term);
   for (const char* lr : {"lr/pg0", "lr/pg1", "lr/pg2"}) names.emplace_back(lr);
   return EpochMetrics::with_columns(names);
+}
+
+void Task::plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch,
+                               const std::vector<std::string>& names, const std::filesystem::path& dir) const {
+  plots::plot_training_batch(writer, batch, names, dir);
+}
+
+void Task::plot_validation(plots::PlotWriter& writer, const ValidationReport& report,
+                           const std::filesystem::path& dir) const {
+  plot_validation_results(writer, report, dir);
 }
 
 loss::DetectionLossOptions recipe_loss_options(const nn::DetectionModel& model, const TrainConfig& cfg) {

@@ -68,12 +68,14 @@ class Task {
   /// metric_keys(), val/<term>, lr/pg0-2 (Ultralytics' label_loss_items, metrics.keys, lr).
   EpochMetrics epoch_metrics() const;
 
-  /// train_batchN.jpg: a training batch with its labels.
+  /// train_batchN.jpg: a training batch with its labels (and its keypoints); by default
+  /// plots::plot_training_batch.
   virtual void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch,
-                                   const std::vector<std::string>& names, const std::filesystem::path& dir) const = 0;
-  /// What a final validation draws (curves, confusion matrix).
+                                   const std::vector<std::string>& names, const std::filesystem::path& dir) const;
+  /// What a final validation draws (curves of each metric set, confusion matrix); by default
+  /// plot_validation_results.
   virtual void plot_validation(plots::PlotWriter& writer, const ValidationReport& report,
-                               const std::filesystem::path& dir) const = 0;
+                               const std::filesystem::path& dir) const;
 };
 
 /// The head's loss options with the run's recipe: 8.4's STAL in the assigner for compat=8.4.
