@@ -25,7 +25,8 @@ bool supported_module(const std::string& cls) {
       "torch.nn.modules.batchnorm.BatchNorm2d",
       "torch.nn.modules.activation.SiLU",    "torch.nn.modules.pooling.MaxPool2d",
       "torch.nn.modules.upsampling.Upsample", "torch.nn.modules.container.Sequential",
-      "torch.nn.modules.container.ModuleList", "torch.nn.modules.linear.Identity"};
+      "torch.nn.modules.container.ModuleList", "torch.nn.modules.linear.Identity",
+      "torch.nn.modules.linear.Linear",      "torch.nn.modules.activation.Tanh"};  // YOLO26-pose's RealNVP
   static const std::set<std::string> yolo_modules = [] {
     std::set<std::string> names;
     for (const auto& kind : nn::layer_kinds()) names.insert(kind.pt_classes.begin(), kind.pt_classes.end());

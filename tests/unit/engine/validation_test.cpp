@@ -274,44 +274,48 @@ TEST_CASE("val of a segmentation model on box labels says it needs polygons", "[
 }
 
 // Ultralytics 8.4.117's own validation (scripts/ultralytics84_val.py -> data/
-// ultralytics84_shapes_pose_yolo11n-pose.json) of a yolo11n-pose its own trainer wrote on the built-in
+// ultralytics84_shapes_pose_<model>.json) of -pose models its own trainer wrote on the built-in
 // shapes-pose (20 epochs at 160 px): box and pose P, R, mAP50, mAP50-95 (OKS, sigmas 1/5), all and
-// per class, to 1e-3. The checkpoint stays out of the project: shapespose_yolo11n-pose/best.pt from
+// per class, to 1e-3. The checkpoints stay out of the project: shapespose_<model>/best.pt from
 // $YOLOTRAIN_POSE_WEIGHTS or ../shared/weights/ultralytics, its SHA-256 checked; skipped otherwise.
 // The dataset is written here by the generator, whose bytes are a function of its options.
-TEST_CASE("val of Ultralytics' own shapes-pose checkpoint gives Ultralytics' own box and pose figures",
+TEST_CASE("val of Ultralytics' own shapes-pose checkpoints gives Ultralytics' own box and pose figures",
           "[engine][pose]") {
   namespace fs = std::filesystem;
-  const fs::path ref_file =
-      fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data/ultralytics84_shapes_pose_yolo11n-pose.json";
-  std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics/shapespose_yolo11n-pose"};
-  if (const char* dir = std::getenv("YOLOTRAIN_POSE_WEIGHTS"))
-    places.insert(places.begin(), fs::path(dir) / "shapespose_yolo11n-pose");
-  fs::path best;
-  for (const auto& p : places) {
-    if (fs::exists(p / "best.pt")) best = p / "best.pt";
-  }
-  if (best.empty()) {
-    WARN("skipped: no shapespose_yolo11n-pose/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
-         << places.back().string() << " (make it with scripts/ultralytics84_train.py)");
-    return;
-  }
-  const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
-  REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
   yolotrain::test::TempDir tmp;
   yolotrain::data::ShapesOptions shapes;
   shapes.keypoints = true;  // data=shapes-pose's set: seed 0, 256 + 64 images of 320 px
   const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-pose", shapes);
-  const en::ValidationReport r = en::validate(en::val_config(
-      {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
-       "plots=false", "project=" + tmp.path().string()}));
-  REQUIRE(r.pose_metrics);
-  {
-    INFO("box");
-    check_figures(r.metrics, ref["box"]);
-  }
-  {
-    INFO("pose");
-    check_figures(*r.pose_metrics, ref["pose"]);
+  for (const std::string model : {"yolo11n-pose", "yolov8n-pose", "yolo26n-pose"}) {
+    const fs::path ref_file =
+        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_pose_" + model + ".json");
+    if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
+    std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics" / ("shapespose_" + model)};
+    if (const char* dir = std::getenv("YOLOTRAIN_POSE_WEIGHTS"))
+      places.insert(places.begin(), fs::path(dir) / ("shapespose_" + model));
+    fs::path best;
+    for (const auto& p : places) {
+      if (fs::exists(p / "best.pt")) best = p / "best.pt";
+    }
+    if (best.empty()) {
+      WARN("skipped: no shapespose_" << model << "/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
+                                     << places.back().string() << " (make it with scripts/ultralytics84_train.py)");
+      continue;
+    }
+    INFO(model << " " << best.string());
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+    const en::ValidationReport r = en::validate(en::val_config(
+        {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
+         "plots=false", "project=" + (tmp / model).string()}));
+    REQUIRE(r.pose_metrics);
+    {
+      INFO("box");
+      check_figures(r.metrics, ref["box"]);
+    }
+    {
+      INFO("pose");
+      check_figures(*r.pose_metrics, ref["pose"]);
+    }
   }
 }
