@@ -19,11 +19,14 @@ std::string detail::check_pose_row(const std::vector<double>& v, int nc, float t
   for (int k = 0; k < n; ++k) {
     const double* p = &v[5 + static_cast<std::size_t>(k) * dims];
     for (int d = 0; d < dims; ++d) {
-      std::ostringstream value;  // as written
-      value << p[d];
-      if (d < 2 && p[d] > 1.01) return "keypoint " + std::to_string(k) + " at " + value.str() +
+      const auto as_written = [&] {  // only for a message: a row's every number is checked
+        std::ostringstream value;
+        value << p[d];
+        return value.str();
+      };
+      if (d < 2 && p[d] > 1.01) return "keypoint " + std::to_string(k) + " at " + as_written() +
                                        ": non-normalized or out of bounds coordinates (more than 1.01)";
-      if (p[d] < -0.01) return "keypoint " + std::to_string(k) + ": negative coordinate or visibility " + value.str();
+      if (p[d] < -0.01) return "keypoint " + std::to_string(k) + ": negative coordinate or visibility " + as_written();
     }
     float* out = &keypoints[static_cast<std::size_t>(k) * 3];
     out[0] = static_cast<float>(p[0]), out[1] = static_cast<float>(p[1]);

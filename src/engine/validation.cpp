@@ -215,12 +215,14 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
                                    pass.overlap_mask, keypoints);
     }
     const std::vector<metrics::ImageInfo> infos = image_infos(*b);
-    for (std::size_t i = 0; i < preds.size() && pose; ++i) {
-      update_pose_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i], kpt_shape, sigmas);
-    }
-    for (std::size_t i = 0; i < preds.size() && !pose; ++i) {
-      update_image(validator, preds[i], *b, static_cast<std::int64_t>(i), infos[i], segment ? masks[i] : at::Tensor(),
-                   {segment ? proto.size(2) : 0, segment ? proto.size(3) : 0}, pass.overlap_mask);
+    for (std::size_t i = 0; i < preds.size(); ++i) {
+      const auto image = static_cast<std::int64_t>(i);
+      if (pose) {
+        update_pose_image(validator, preds[i], *b, image, infos[i], kpt_shape, sigmas);
+      } else {
+        update_image(validator, preds[i], *b, image, infos[i], segment ? masks[i] : at::Tensor(),
+                     {segment ? proto.size(2) : 0, segment ? proto.size(3) : 0}, pass.overlap_mask);
+      }
     }
   }
   if (was_training) pass.net->train();

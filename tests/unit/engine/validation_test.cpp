@@ -198,6 +198,20 @@ TEST_CASE("val of Ultralytics' coco128-seg checkpoints: masks validated, every f
 
 namespace {
 
+// `folder`/best.pt, a checkpoint Ultralytics' own trainer wrote, from $`env_var` or
+// ../shared/weights/ultralytics (../shared's when both have it); empty when neither has it.
+std::filesystem::path trained_checkpoint(const char* env_var, const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> places;
+  if (const char* dir = std::getenv(env_var)) places.push_back(fs::path(dir) / folder);
+  places.push_back(fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics" / folder);
+  fs::path best;
+  for (const auto& p : places) {
+    if (fs::exists(p / "best.pt")) best = p / "best.pt";
+  }
+  return best;
+}
+
 // A validation's figures against Ultralytics' own (scripts/ultralytics84_val.py's JSON): P, R,
 // mAP50, mAP50-95, all and per class, to 1e-3.
 void check_figures(const yolotrain::metrics::DetMetrics& m, const nlohmann::json& f) {
@@ -227,16 +241,11 @@ TEST_CASE("val of Ultralytics' own shapes-seg checkpoints gives Ultralytics' own
     const fs::path ref_file = fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" /
                               ("ultralytics84_shapes_seg_" + model + ".json");
     if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
-    std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics" / ("shapesseg_" + model)};
-    if (const char* dir = std::getenv("YOLOTRAIN_SEG_WEIGHTS"))
-      places.insert(places.begin(), fs::path(dir) / ("shapesseg_" + model));
-    fs::path best;
-    for (const auto& p : places) {
-      if (fs::exists(p / "best.pt")) best = p / "best.pt";
-    }
+    const fs::path best = trained_checkpoint("YOLOTRAIN_SEG_WEIGHTS", "shapesseg_" + model);
     if (best.empty() || !fs::exists(data)) {
-      WARN("skipped: no shapesseg_" << model << "/best.pt in $YOLOTRAIN_SEG_WEIGHTS nor " << places.back().string()
-                          << " (make it with scripts/ultralytics84_train.py), or no " << data.string());
+      WARN("skipped: no shapesseg_" << model << "/best.pt in $YOLOTRAIN_SEG_WEIGHTS nor "
+                                    << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
+                                    << " (make it with scripts/ultralytics84_train.py), or no " << data.string());
       continue;
     }
     INFO(model << " " << best.string());
@@ -290,16 +299,11 @@ TEST_CASE("val of Ultralytics' own shapes-pose checkpoints gives Ultralytics' ow
     const fs::path ref_file =
         fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_pose_" + model + ".json");
     if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
-    std::vector<fs::path> places = {fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics" / ("shapespose_" + model)};
-    if (const char* dir = std::getenv("YOLOTRAIN_POSE_WEIGHTS"))
-      places.insert(places.begin(), fs::path(dir) / ("shapespose_" + model));
-    fs::path best;
-    for (const auto& p : places) {
-      if (fs::exists(p / "best.pt")) best = p / "best.pt";
-    }
+    const fs::path best = trained_checkpoint("YOLOTRAIN_POSE_WEIGHTS", "shapespose_" + model);
     if (best.empty()) {
       WARN("skipped: no shapespose_" << model << "/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
-                                     << places.back().string() << " (make it with scripts/ultralytics84_train.py)");
+                                     << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
+                                     << " (make it with scripts/ultralytics84_train.py)");
       continue;
     }
     INFO(model << " " << best.string());
