@@ -3,6 +3,8 @@
 /// The data part: data.yaml, scan/validate/cache, decoding, augmentations, the deterministic
 /// loader and the synthetic shapes dataset.
 #include "yolotrain/data/augment.hpp"
+#include "yolotrain/data/class_folders.hpp"
+#include "yolotrain/data/classify_transforms.hpp"
 #include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/image.hpp"

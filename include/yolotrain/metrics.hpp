@@ -5,6 +5,7 @@
 #include "yolotrain/error.hpp"
 #include "yolotrain/metrics/ap.hpp"
 #include "yolotrain/metrics/boxes.hpp"
+#include "yolotrain/metrics/classify_metrics.hpp"
 #include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 #include "yolotrain/metrics/nms.hpp"

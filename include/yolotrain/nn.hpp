@@ -6,6 +6,7 @@
 #include "yolotrain/nn/anchors.hpp"
 #include "yolotrain/nn/attention.hpp"
 #include "yolotrain/nn/block.hpp"
+#include "yolotrain/nn/classify.hpp"
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/nn/detect.hpp"
 #include "yolotrain/nn/detection_model.hpp"

@@ -239,6 +239,11 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : impl_(std::make_
                 std::to_string(options.world_size) + " is not a valid shard (0 <= rank < world_size)");
   if (options.pin_memory && !at::hasCUDA())
     throw Error("data loader: pin_memory needs libtorch with CUDA and a GPU (this one has none); leave it off");
+  if (options.classify) {
+    if (!dataset.records.empty() && dataset.records.front().category < 0)
+      throw Error("data loader: classify needs a classification dataset (images with a class each)");
+    options.rect = false;  // classification batches are imgsz squares (Ultralytics has no rect for them)
+  }
   Impl& d = *impl_;
   d.dataset = dataset;
   d.opt = options;
@@ -346,6 +351,13 @@ std::optional<Batch> Loader::next() {
   };
   b.batch_idx = owned(idx, {n});
   b.cls = owned(cls, {n, 1});
+  if (d.opt.classify) {  // Ultralytics' classification batch: each image's class index
+    std::vector<std::int64_t> categories;
+    for (int i = 0; i < B; ++i) categories.push_back(d.dataset.records[d.order[begin + i]].category);
+    const auto count = static_cast<std::int64_t>(categories.size());
+    b.cls = at::empty({count}, at::TensorOptions(at::kLong).pinned_memory(d.opt.pin_memory))
+                .copy_(at::from_blob(categories.data(), {count}, at::kLong));
+  }
   b.bboxes = owned(boxes, {n, 4});
   if (const auto& shape = d.dataset.kpt_shape) {
     if (keypoints.size() != static_cast<std::size_t>(n * (*shape)[0] * 3))

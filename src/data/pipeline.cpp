@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "augment_into.hpp"
+#include "yolotrain/data/classify_transforms.hpp"
 #include "yolotrain/data/segments.hpp"
 #include "yolotrain/error.hpp"
 
@@ -45,6 +46,27 @@ Image decode_resized(const PipelineContext& ctx, std::size_t record) {
              {}};
   resize_long_side(s, opt.imgsz);
   return std::move(s.image);
+}
+
+/// A classification sample (LoaderOptions::classify): the whole image, decoded (kept whole in the RAM
+/// cache with cache=ram, as Ultralytics' ClassificationDataset keeps it), then classify_augment() or
+/// classify_centre_crop() to imgsz square.
+void build_classify_sample(const PipelineContext& ctx, int epoch, std::size_t position, std::size_t record,
+                           SampleBuffers& buffers, LetterboxInfo& info) {
+  const LoaderOptions& opt = *ctx.options;
+  const ImageRecord& rec = ctx.dataset->records[record];
+  const auto decode = [&] {
+    return rec.sample >= 0 ? ctx.dataset->source->sample(static_cast<std::size_t>(rec.sample)).image
+                           : decode_image(rec.image);
+  };
+  std::shared_ptr<const Image> image;
+  if (ctx.cache && !(image = ctx.cache->get(record))) ctx.cache->put(record, image = std::make_shared<const Image>(decode()));
+  if (!image) image = std::make_shared<const Image>(decode());
+  Rng rng(opt.seed, static_cast<std::uint64_t>(epoch), position);
+  buffers.sample = {opt.augment ? classify_augment(*image, opt.imgsz, opt.hyp, rng)
+                                : classify_centre_crop(*image, opt.imgsz),
+                    {}};
+  info = {double(opt.imgsz) / image->height, double(opt.imgsz) / image->width, 0, 0};
 }
 
 /// Loads `record`: from the RAM cache when there is one, else from the recent images under `key`
@@ -188,6 +210,7 @@ void build_sample(const PipelineContext& ctx, int epoch, std::size_t position, c
                   std::pair<int, int> shape, SampleBuffers& buffers, LetterboxInfo& info) {
   const LoaderOptions& opt = *ctx.options;
   const std::size_t n = order.size(), index = order[position % n];
+  if (opt.classify) return build_classify_sample(ctx, epoch, position, index, buffers, info);
   const ImageRecord& rec = ctx.dataset->records[index];
   std::optional<RecentImages::Key> key;  // images are reused only as mosaic partners
   if (mosaic_enabled(opt, epoch)) key = RecentImages::Key{epoch, position % n};

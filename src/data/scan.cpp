@@ -11,6 +11,7 @@
 #include "box_check.hpp"
 #include "labels_cache.hpp"
 #include "yolotrain/data/dataset.hpp"
+#include "yolotrain/data/class_folders.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/lifecycle/files/atomic_file.hpp"
@@ -278,6 +279,9 @@ std::size_t Dataset::outlines() const {
 }
 
 std::string ScanReport::summary() const {
+  if (!images_per_class.empty()) {  // a classification split: no labels, no backgrounds
+    return std::to_string(images) + " images, " + std::to_string(corrupt.size()) + " corrupt";
+  }
   return std::to_string(images) + " images, " + std::to_string(backgrounds) + " backgrounds, " +
          std::to_string(corrupt.size()) + " corrupt, " + std::to_string(duplicates) + " duplicates removed";
 }
@@ -337,6 +341,7 @@ Dataset scan_images(const std::vector<fs::path>& images, const std::vector<std::
 }
 
 Dataset load_split(const DataConfig& config, const std::string& split, const ScanOptions& options) {
+  if (config.classify) return load_class_split(config, split, options);
   const auto it = config.splits.find(split);
   if (it == config.splits.end()) throw Error(config.yaml.string() + ": no '" + split + "' split");
   std::string where;

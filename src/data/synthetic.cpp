@@ -172,6 +172,19 @@ Drawn draw_image(const ShapesOptions& o, Rng& rng) {
   return d;
 }
 
+// The classification variant's image `index`: one shape of class index % 4, 40-90 % of the side.
+Drawn draw_class_image(const ShapesOptions& o, int index, Rng& rng) {
+  const int s = o.imgsz, cls = index % kClasses;
+  Drawn d{Image(s, s), {}, {}, {}};
+  draw_background(d.image, rng);
+  const int w = static_cast<int>(s * rng.uniform(0.4, 0.9)), h = static_cast<int>(s * rng.uniform(0.4, 0.9));
+  const cv::Rect box(static_cast<int>(rng.uniform(0, s - w)), static_cast<int>(rng.uniform(0, s - h)), w, h);
+  cv::Mat m = detail::view(d.image);
+  fill_polygon(m, shape_polygon(cls, box), vivid_colour(rng));
+  d.shapes.emplace_back(cls, box);
+  return d;
+}
+
 // Writes the image as JPEG and returns its label file's text.
 std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
   const Drawn d = draw_image(o, rng);
@@ -203,6 +216,17 @@ std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
 
 Rng sample_rng(const ShapesOptions& o, const std::string& split, int index) {
   return Rng(o.seed, split == "train" ? 0 : 1, static_cast<std::uint64_t>(index));
+}
+
+void write_class_split(const fs::path& out, const std::string& split, int count, const ShapesOptions& o) {
+  for (int i = 0; i < kClasses; ++i) fs::create_directories(out / split / kNames[i]);
+  for (int i = 0; i < count; ++i) {
+    Rng rng = sample_rng(o, split, i);
+    char name[32];
+    std::snprintf(name, sizeof name, "%06d.jpg", i);
+    const Drawn d = draw_class_image(o, i, rng);
+    write_bytes(out / split / kNames[i % kClasses] / name, encode_jpeg(d.image, o.quality));
+  }
 }
 
 void write_split(const fs::path& out, const std::string& split, int count, const ShapesOptions& o) {
@@ -253,7 +277,13 @@ Sample shapes_sample(const ShapesOptions& o, const std::string& split, int index
 
 fs::path write_shapes_dataset(const fs::path& out, const ShapesOptions& o) {
   if (o.imgsz < 32 || o.train < 1 || o.val < 1) throw Error("shapes dataset: need imgsz >= 32 and train, val >= 1");
-  if (o.segments && o.keypoints) throw Error("shapes dataset: polygons or keypoints, not both");
+  if (int(o.segments) + int(o.keypoints) + int(o.classify) > 1)
+    throw Error("shapes dataset: one variant of polygons, keypoints or classes, not several");
+  if (o.classify) {
+    write_class_split(out, "train", o.train, o);
+    write_class_split(out, "val", o.val, o);
+    return out;
+  }
   write_split(out, "train", o.train, o);
   write_split(out, "val", o.val, o);
   const fs::path yaml = out / "data.yaml";

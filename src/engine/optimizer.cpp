@@ -42,7 +42,10 @@ std::array<std::vector<at::Tensor>, 3> parameter_groups(nn::DetectionModel& mode
 // biases, Muon's matrices and conv filters; each then split into class-head parameters and the rest.
 std::array<std::vector<at::Tensor>, 8> musgd_groups(nn::DetectionModel& model) {
   std::set<const void*> boosted;  // the class branches: lr x3 when fine-tuning (Ultralytics' comment)
-  for (const auto& branch : {model->head()->cv3, model->head()->one2one_cv3}) {
+  const std::vector<torch::nn::ModuleList> branches =  // a Classify head has none (no cv3)
+      model->classifier() ? std::vector<torch::nn::ModuleList>{}
+                          : std::vector<torch::nn::ModuleList>{model->head()->cv3, model->head()->one2one_cv3};
+  for (const auto& branch : branches) {
     if (!branch.is_empty()) {
       for (const auto& p : branch->parameters()) boosted.insert(p.unsafeGetTensorImpl());
     }

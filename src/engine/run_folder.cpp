@@ -14,7 +14,27 @@
 namespace yolotrain::engine {
 namespace fs = std::filesystem;
 
+namespace {
+
+// data=shapes-cls: 64 px images (a -cls model trains at imgsz 64 on them without a resize), 512
+// for training, 128 for validation, classes balanced.
+fs::path shapes_cls_folder(const TrainConfig& cfg) {
+  const fs::path dir = fs::path(cfg.project) / ".shapes-cls";
+  if (fs::is_directory(dir / "val")) return dir;
+  std::cout << "data=shapes-cls: writing the built-in synthetic classification dataset to " << dir.string()
+            << std::endl;
+  data::ShapesOptions options;
+  options.classify = true;
+  options.imgsz = 64;
+  options.train = 512;
+  options.val = 128;
+  return data::write_shapes_dataset(dir, options);
+}
+
+}  // namespace
+
 fs::path data_yaml(const TrainConfig& cfg) {
+  if (cfg.data == "shapes-cls") return shapes_cls_folder(cfg);
   const bool segments = cfg.data == "shapes-seg", keypoints = cfg.data == "shapes-pose";
   if (cfg.data != "shapes" && !segments && !keypoints && !cfg.data.empty()) return cfg.data;
   // "-v2": the plainer set (issue 13); a folder written by an older yolotrain is left alone.

@@ -21,8 +21,9 @@ std::filesystem::path make_run_dir(const std::filesystem::path& project, const s
                                    const std::string& subfolder = "weights");
 
 /// The data.yaml a run reads: `data`, or for data=shapes (or none) the built-in synthetic set in
-/// project/.shapes-v2, for data=shapes-seg its polygon variant in project/.shapes-seg, written
-/// there on first use.
+/// project/.shapes-v2, for data=shapes-seg (shapes-pose) its polygon (keypoint) variant in
+/// project/.shapes-seg (.shapes-pose), written there on first use; for data=shapes-cls the
+/// classification variant's folder, project/.shapes-cls (a classification dataset is a folder).
 std::filesystem::path data_yaml(const TrainConfig& cfg);
 
 /// single_cls: every label becomes class 0, named "item".

@@ -43,12 +43,15 @@ const std::vector<Spec>& specs() {
   static const std::vector<Spec> table = {
       {"task",
        &C::task,
-       "detect | segment | pose; empty: the model's (segment, pose: their defaults for model, data, project)",
+       "detect | segment | pose | classify; empty: the model's (the others: their defaults for model, data, "
+       "project; classify also imgsz 224)",
        -kInf,
        kInf,
-       {"detect", "segment", "pose"}},
+       {"detect", "segment", "pose", "classify"}},
       {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to fine-tune (.pt/.ytckpt/.safetensors)"},
-      {"data", &C::data, "dataset YAML, or 'shapes' ('shapes-seg': polygons) for the built-in synthetic dataset"},
+      {"data", &C::data,
+       "dataset YAML, a folder of class folders (classification), or 'shapes' ('shapes-seg': polygons, "
+       "'shapes-pose': keypoints, 'shapes-cls': classes) for the built-in synthetic dataset"},
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
       {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},
@@ -143,6 +146,11 @@ const std::vector<Spec>& specs() {
        -kInf,
        kInf,
        {"flip", "mixup"}},
+      {"erasing", &C::erasing, "classification: random erasing probability", 0, 0.9},
+      {"auto_augment", &C::auto_augment,
+       "classification: randaugment | augmix | autoaugment policy; none (the default here) is the only one "
+       "yolotrain has"},
+      {"dropout", &C::dropout, "classification: the Classify head's dropout probability", 0, 1},
       {"save_interval", &C::save_interval, "seconds between time-based checkpoints; 0: off", 0, 1e9},
       {"keep_last", &C::keep_last, "rotating checkpoints kept", 1, 1e6},
       {"pause_release",
@@ -351,15 +359,23 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
         if constexpr (std::is_same_v<T, std::string>) this->*member = parse_string(*spec, value);
       },
       spec->member);
-  if (key == "task" && (task == "segment" || task == "pose")) use_task_defaults();
+  if (key == "task" && !task.empty() && task != "detect") use_task_defaults();
+  if (key == "auto_augment" && !auto_augment.empty()) {
+    throw ConfigError("auto_augment=" + value + ": yolotrain has no " + value + " (torchvision's policy over PIL's "
+                      "image operators, which it cannot yet reproduce faithfully); use auto_augment=None: the "
+                      "random resized crop, flips, colour jitter (hsv_h, hsv_s, hsv_v) and erasing still apply");
+  }
 }
 
-// task=segment or pose: the defaults that name detection's model, data and folder become the task's.
+// task=segment, pose or classify: the defaults that name detection's model, data and folder become
+// the task's (classify: imgsz 224 too, as Ultralytics' ClassificationTrainer sets when none is given).
 void TrainConfig::use_task_defaults() {
   const TrainConfig d;
-  if (model == d.model) model = "yolov8n-" + std::string(task == "segment" ? "seg" : "pose") + ".yaml";
-  if (data == d.data) data = "shapes-" + std::string(task == "segment" ? "seg" : "pose");
+  const std::string suffix = task == "segment" ? "seg" : task == "pose" ? "pose" : "cls";
+  if (model == d.model) model = "yolov8n-" + suffix + ".yaml";
+  if (data == d.data) data = "shapes-" + suffix;
   if (project == d.project) project = "runs/" + task;
+  if (task == "classify" && imgsz == d.imgsz) imgsz = 224;
 }
 
 // Ultralytics' batch: an integer >= 1, -1 for AutoBatch at 60 % of the GPU's memory, or a

@@ -85,7 +85,8 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
   s.results_csv = outputs.results.text();
   s.completed = completed;
   s.names = io::encode_names(model->names());
-  const std::vector<std::int64_t>& kpt = model->head()->options.kpt_shape();
+  const std::vector<std::int64_t> kpt = model->classifier() ? std::vector<std::int64_t>{}
+                                                            : model->head()->options.kpt_shape();
   s.kpt_shape = kpt.empty() ? "" : std::to_string(kpt[0]) + "," + std::to_string(kpt[1]);
   s.task = task->state();
   live.emplace_back("state.tloss", s.loss_means_tensor());

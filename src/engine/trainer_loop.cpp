@@ -343,7 +343,7 @@ void Trainer::Run::start() {
   cb = detail::with_run_outputs(outputs, log, cfg, cb);
   control->attach(*outputs.status, plan.run_dir.filename().string(), cb);
   if (plan.remote) plan.remote->report_to(*outputs.status);
-  if (outputs.plots) {
+  if (outputs.plots && task->plots_labels()) {
     say("Plotting labels to " + (plan.run_dir / "labels.jpg").string() + "... ");
     plots::plot_training_labels(*outputs.plots, data.train, plan.run_dir);
   }

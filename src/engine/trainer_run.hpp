@@ -39,6 +39,7 @@
 #include "train_state.hpp"
 #include "training_memory_probe.hpp"
 #include "validation.hpp"
+#include "yolotrain/data/class_folders.hpp"
 #include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/loader.hpp"

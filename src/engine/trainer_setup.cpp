@@ -41,9 +41,12 @@ void Trainer::Run::load_data_yaml() {
     ranks.barrier();
   }
   const fs::path yaml = data_yaml(cfg);
-  if (!fs::exists(yaml)) throw ConfigError("data=" + cfg.data + ": no such file; give a data.yaml or data=shapes");
-  try {
-    data.config = data::load_data_yaml(yaml);
+  if (!fs::exists(yaml)) {
+    throw ConfigError("data=" + cfg.data + ": no such file or folder; give a data.yaml (or data=shapes), or for "
+                      "classification a folder of class folders (or data=shapes-cls)");
+  }
+  try {  // a folder is a classification dataset (Ultralytics' check_cls_dataset), a file a data.yaml
+    data.config = fs::is_directory(yaml) ? data::load_class_folders(yaml) : data::load_data_yaml(yaml);
     data.train = data::load_split(data.config, "train");
     data.val = data::load_split(data.config, data.config.has("val") ? "val" : "train");
   } catch (const ConfigError&) {
@@ -72,6 +75,7 @@ data::AugmentConfig augment_config(const TrainConfig& cfg) {
   a.mixup = cfg.mixup;
   a.copy_paste = cfg.copy_paste;
   a.copy_paste_mixup = cfg.copy_paste_mode == "mixup";
+  a.erasing = cfg.erasing;
   return a;
 }
 
@@ -111,6 +115,10 @@ void Trainer::Run::build() {
   if (!cfg.task.empty() && cfg.task != model->task()) {  // Ultralytics: the model's task wins
     say("WARNING conflicting 'task=" + cfg.task + "' passed with 'task=" + model->task() + "' model. Ignoring 'task=" +
         cfg.task + "' and updating to 'task=" + model->task() + "' to match model.");
+  }
+  if (model->task() == "classify" && cfg.imgsz == TrainConfig().imgsz) {  // ClassificationTrainer: 224 when none given
+    say("imgsz=224: a classification model's default size (Ultralytics' classification trainer)");
+    cfg.imgsz = 224;
   }
   cfg.task = model->task();  // args.yaml says which
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)

@@ -104,6 +104,7 @@ std::int64_t at_or_zero(const std::vector<std::int64_t>& v, std::int64_t i) {
 }  // namespace
 
 std::vector<std::pair<std::string, const metrics::DetMetrics*>> ValidationReport::metric_sets() const {
+  if (classify) return {};
   std::vector<std::pair<std::string, const metrics::DetMetrics*>> sets{{"Box", &metrics}};
   if (mask_metrics) sets.emplace_back("Mask", &*mask_metrics);
   if (pose_metrics) sets.emplace_back("Pose", &*pose_metrics);
@@ -114,6 +115,12 @@ std::string ValidationReport::table(bool per_class) const {
   // The validators' headers: Box(P R mAP50 mAP50-95), then Mask(...) or Pose(...) for their tasks.
   std::string out;
   char cell[64];
+  if (classify) {  // ClassificationValidator: get_desc() and print_results()
+    std::snprintf(cell, sizeof(cell), "%22s%11s%11s\n", "classes", "top1_acc", "top5_acc");
+    out += cell;
+    std::snprintf(cell, sizeof(cell), "%22s%11.3g%11.3g\n", "all", classify->top1, classify->top5);
+    return out + cell;
+  }
   std::snprintf(cell, sizeof(cell), "%22s%11s%11s", "Class", "Images", "Instances");
   out += cell;
   for (const auto& set : metric_sets()) {

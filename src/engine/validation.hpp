@@ -57,6 +57,10 @@ metrics::UltralyticsRules rules_for(const std::string& compat);
 /// Runs the pass; nothing when a stop was requested before it finished.
 std::optional<ValidationReport> run_validation(ValidationPass pass);
 
+/// Runs a classification model's pass (ClassificationValidator: top-1 / top-5, the confusion
+/// matrix; the criterion on HeadOutputs::logits); nothing when a stop was requested before it finished.
+std::optional<ValidationReport> run_classify_validation(ValidationPass pass);
+
 /// Queues what Ultralytics' validator draws after a pass into `dir`: confusion_matrix.png,
 /// confusion_matrix_normalized.png (and the counts as confusion_matrix.csv), PR_curve.png,
 /// F1_curve.png, P_curve.png, R_curve.png (a segmentation model's: BoxPR_curve.png, ... and

@@ -54,12 +54,22 @@ ConfusionMatrix::ConfusionMatrix(std::int64_t nc, double conf, double iou_thres)
   counts_.assign(static_cast<std::size_t>((nc + 1) * (nc + 1)), 0.0);
 }
 
+ConfusionMatrix ConfusionMatrix::classification(std::int64_t nc) {
+  ConfusionMatrix m(nc);
+  m.classification_ = true;
+  m.counts_.assign(static_cast<std::size_t>(nc * nc), 0.0);
+  return m;
+}
+
+void ConfusionMatrix::process_class(std::int64_t predicted, std::int64_t truth) { cell(predicted, truth) += 1; }
+
 std::size_t ConfusionMatrix::index(std::int64_t predicted, std::int64_t truth) const {
-  if (predicted < 0 || predicted > nc_ || truth < 0 || truth > nc_) {
+  const std::int64_t last = size() - 1;
+  if (predicted < 0 || predicted > last || truth < 0 || truth > last) {
     throw Error("ConfusionMatrix: class " + std::to_string(std::max(predicted, truth)) + " outside 0.." +
                 std::to_string(nc_ - 1));
   }
-  return static_cast<std::size_t>(predicted * (nc_ + 1) + truth);
+  return static_cast<std::size_t>(predicted * size() + truth);
 }
 
 double& ConfusionMatrix::cell(std::int64_t predicted, std::int64_t truth) { return counts_[index(predicted, truth)]; }
@@ -120,7 +130,7 @@ std::pair<std::vector<double>, std::vector<double>> ConfusionMatrix::tp_fp() con
   std::vector<double> tp, fp;
   for (std::int64_t c = 0; c < nc_; ++c) {
     double row = 0;
-    for (std::int64_t t = 0; t <= nc_; ++t) row += at(c, t);
+    for (std::int64_t t = 0; t < size(); ++t) row += at(c, t);
     tp.push_back(at(c, c));
     fp.push_back(row - at(c, c));
   }
@@ -132,16 +142,17 @@ std::string ConfusionMatrix::to_csv(const std::vector<std::string>& names, bool 
     if (c == nc_) return std::string("background");
     return c < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(c)] : std::to_string(c);
   };
-  std::vector<double> column_sum(static_cast<std::size_t>(nc_ + 1), 0.0);
-  for (std::int64_t p = 0; p <= nc_; ++p) {
-    for (std::int64_t t = 0; t <= nc_; ++t) column_sum[static_cast<std::size_t>(t)] += at(p, t);
+  const std::int64_t n = size();
+  std::vector<double> column_sum(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t p = 0; p < n; ++p) {
+    for (std::int64_t t = 0; t < n; ++t) column_sum[static_cast<std::size_t>(t)] += at(p, t);
   }
   std::string csv = "Predicted \\ True";
-  for (std::int64_t t = 0; t <= nc_; ++t) csv += "," + name(t);
+  for (std::int64_t t = 0; t < n; ++t) csv += "," + name(t);
   csv += "\n";
-  for (std::int64_t p = 0; p <= nc_; ++p) {
+  for (std::int64_t p = 0; p < n; ++p) {
     csv += name(p);
-    for (std::int64_t t = 0; t <= nc_; ++t) {
+    for (std::int64_t t = 0; t < n; ++t) {
       char buf[32];
       const double v = at(p, t);
       if (normalize) std::snprintf(buf, sizeof buf, ",%.4f", v / (column_sum[static_cast<std::size_t>(t)] + 1e-9));

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "layer_row.hpp"
+#include "yolotrain/nn/classify.hpp"
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/nn/model_yaml.hpp"
@@ -72,9 +73,10 @@ void DetectionModelImpl::build() {
     ch.push_back(built.c2);
   }
   if (layers_.empty() || !layers_.back().kind->rules.head) {
-    throw Error("model YAML " + def.path.string() + ": the last row of 'head' must be a Detect, Segment or Pose layer");
+    throw Error("model YAML " + def.path.string() +
+                ": the last row of 'head' must be a Detect, Segment, Pose or Classify layer");
   }
-  nc_ = head()->options.nc();
+  nc_ = classifier() ? classifier()->options.c2() : head()->options.nc();
   for (const auto& m : modules(/*include_self=*/false)) {
     if (auto* conv = m->as<ConvImpl>()) conv->counts_batches = false;
   }
@@ -94,6 +96,12 @@ void DetectionModelImpl::count_batch() {
 }
 
 void DetectionModelImpl::probe_and_initialise() {
+  // Ultralytics' ClassificationModel: stride [1] ("no stride constraints"), no probe, and torch's
+  // own BatchNorm settings (eps 1e-5, momentum 0.1: it never calls initialize_weights).
+  if (classifier()) {
+    strides_ = {1.0};
+    return;
+  }
   // Ultralytics: strides from a forward of zeros(1, ch, 256, 256) with torch's default BatchNorm
   // settings, then bias_init(), then eps 1e-3 / momentum 0.03 on every BatchNorm2d. Up to 8.3 the
   // probe ran in train mode and left running_mean 0, running_var 0.9, num_batches_tracked 1 in
@@ -122,7 +130,17 @@ void DetectionModelImpl::probe_and_initialise() {
 
 Detect DetectionModelImpl::head() const {
   const auto& list = model.ptr();
-  return Detect(std::dynamic_pointer_cast<DetectImpl>(list->ptr(list->size() - 1)));
+  auto detect = std::dynamic_pointer_cast<DetectImpl>(list->ptr(list->size() - 1));
+  if (!detect) {
+    throw Error("model " + yaml_path_.filename().string() + " is a " + task() +
+                " model: it has a Classify head and no detection head (Detect, Segment, Pose)");
+  }
+  return Detect(detect);
+}
+
+Classify DetectionModelImpl::classifier() const {
+  const auto& list = model.ptr();
+  return Classify(std::dynamic_pointer_cast<ClassifyImpl>(list->ptr(list->size() - 1)));
 }
 
 const std::vector<int64_t>& DetectionModelImpl::layer_inputs(size_t i) const {
@@ -148,9 +166,20 @@ int64_t DetectionModelImpl::max_stride() const {
 
 int64_t check_imgsz(int64_t imgsz, int64_t stride) { return (imgsz + stride - 1) / stride * stride; }
 
-std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) { return head()->forward(head_inputs(x)); }
+std::vector<at::Tensor> DetectionModelImpl::forward(const at::Tensor& x) {
+  if (classifier()) return {forward_heads(x).logits};
+  return head()->forward(head_inputs(x));
+}
 
-HeadOutputs DetectionModelImpl::forward_heads(const at::Tensor& x) { return head()->forward_heads(head_inputs(x)); }
+HeadOutputs DetectionModelImpl::forward_heads(const at::Tensor& x) {
+  if (Classify c = classifier()) {
+    const std::vector<at::Tensor> in = head_inputs(x);
+    HeadOutputs out;
+    out.logits = c->forward(in.size() == 1 ? in[0] : at::cat(in, 1));
+    return out;
+  }
+  return head()->forward_heads(head_inputs(x));
+}
 
 std::vector<at::Tensor> DetectionModelImpl::head_inputs(const at::Tensor& x) {
   if (x.dim() != 4 || x.size(1) != options.ch()) {
@@ -172,10 +201,13 @@ std::vector<at::Tensor> DetectionModelImpl::head_inputs(const at::Tensor& x) {
     prev = layers_[i].kind->forward(*model[i], in);
     if (layers_[i].keep) saved[i] = prev;
   }
-  throw Error("DetectionModel::forward: the model has no head (Detect, Segment) layer");
+  throw Error("DetectionModel::forward: the model has no head (Detect, Segment, Pose, Classify) layer");
 }
 
-at::Tensor DetectionModelImpl::predict(const at::Tensor& x) { return head()->inference(forward_heads(x)); }
+at::Tensor DetectionModelImpl::predict(const at::Tensor& x) {
+  if (classifier()) return ClassifyImpl::probabilities(forward_heads(x).logits);
+  return head()->inference(forward_heads(x));
+}
 
 void DetectionModelImpl::fuse() {
   fuse_convs(*this);

@@ -75,6 +75,7 @@ LayerKind segment_kind();
 LayerKind segment26_kind();
 LayerKind pose_kind();
 LayerKind pose26_kind();
+LayerKind classify_kind();
 
 /// A Detect row's options (also the start of a Segment row's).
 DetectOptions detect_options(const LayerRow& row);

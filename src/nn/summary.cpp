@@ -74,6 +74,8 @@ int64_t count_layers(DetectionModelImpl& model) {
     }
     if (const auto* conv = m->as<ConvImpl>(); conv != nullptr && conv->act.is_empty()) ++layers;
   }
+  // Classify's AdaptiveAvgPool2d is a module in Ultralytics (`pool`), a function here.
+  if (model.classifier()) return layers + 1 + (silu ? 1 : 0);
   if (model.head()->dfl.is_empty()) ++layers;
   // YOLO26-pose's RealNVP builds its nets with SiLU instances of their own, each a layer.
   if (!model.head()->flow_model.is_empty()) {

@@ -14,11 +14,15 @@ ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names
   if (b.keypoints.defined()) p.keypoints = b.keypoints.to(at::kCPU).clone();
   p.overlap_masks = overlap_masks;
   p.images = b.img.detach().to(at::kCPU).clone();
-  p.batch_idx = b.batch_idx.to(at::kCPU).clone();
   p.cls = b.cls.to(at::kCPU).clone();
-  p.bboxes = b.bboxes.to(at::kCPU).clone();
   p.paths = b.im_file;
   p.names = names;
+  if (b.cls.dim() == 1 && b.cls.scalar_type() == at::kLong) {  // a classification batch: each image's class
+    p.batch_idx = at::arange(b.cls.size(0), at::kLong);
+    return p;
+  }
+  p.batch_idx = b.batch_idx.to(at::kCPU).clone();
+  p.bboxes = b.bboxes.to(at::kCPU).clone();
   return p;
 }
 

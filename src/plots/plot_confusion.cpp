@@ -112,7 +112,7 @@ PixelRect confusion_cell(std::int64_t classes, std::int64_t predicted, std::int6
 
 data::Image plot_confusion_matrix(const metrics::ConfusionMatrix& matrix, const std::vector<std::string>& names,
                                   bool normalize) {
-  const std::int64_t nc = matrix.nc(), n = nc + 1;
+  const std::int64_t nc = matrix.nc(), n = matrix.size();  // a classification matrix has no background
   std::vector<double> values(static_cast<std::size_t>(n * n));
   double vmax = 0;
   for (std::int64_t t = 0; t < n; ++t) {
@@ -133,7 +133,7 @@ data::Image plot_confusion_matrix(const metrics::ConfusionMatrix& matrix, const 
     for (std::int64_t t = 0; t < n; ++t) {
       const double v = values[static_cast<std::size_t>(p * n + t)];
       if (v < 0.005) continue;  // Ultralytics sets these to NaN: white, no text
-      const cv::Rect r = cell_rect(nc, p, t);
+      const cv::Rect r = cell_rect(n - 1, p, t);
       const cv::Scalar c = blues_scalar(v / vmax);
       cv::rectangle(m, r, c, cv::FILLED);
       if (!annotate) continue;

@@ -104,6 +104,24 @@ void draw_tile_keypoints(data::Image& out, const ImagesPlot& p, int i, const cv:
 
 }  // namespace
 
+namespace {
+
+// Ultralytics' annotator.text(xy, name, txt_color=colors(c), box_color=(64, 64, 64, 128)): the class
+// name in its colour on a dark grey box at the tile's top-left corner (drawn opaque here).
+void draw_class_text(cv::Mat& im, std::int64_t c, const ImagesPlot& p, cv::Point at, int fs) {
+  const std::string text = class_name(p.names, c);
+  const double sf = std::max(fs / 30.0, 0.35);
+  const int thickness = std::max(1, static_cast<int>(sf * 2));
+  int baseline = 0;
+  const cv::Size t = cv::getTextSize(text, cv::FONT_HERSHEY_SIMPLEX, sf, thickness, &baseline);
+  cv::rectangle(im, cv::Rect(at.x, at.y, t.width + 2, t.height + baseline + 2), cv::Scalar(64, 64, 64), cv::FILLED);
+  const std::array<std::uint8_t, 3> colour = class_color(c);
+  cv::putText(im, text, cv::Point(at.x + 1, at.y + 1 + t.height), cv::FONT_HERSHEY_SIMPLEX, sf,
+              cv::Scalar(colour[0], colour[1], colour[2]), thickness, cv::LINE_AA);
+}
+
+}  // namespace
+
 data::Image plot_images(const ImagesPlot& p) {
   if (!p.images.defined() || p.images.dim() != 4 || p.images.size(1) != 3) {
     throw Error("plot_images: images must be [B, 3, H, W]");
@@ -133,7 +151,8 @@ data::Image plot_images(const ImagesPlot& p) {
       p.batch_idx.defined() ? p.batch_idx.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
   const at::Tensor cls = p.cls.defined() ? p.cls.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
   at::Tensor boxes = p.bboxes.defined() ? p.bboxes.reshape({-1, 4}).to(at::kFloat).cpu().clone() : at::zeros({0, 4});
-  if (boxes.size(0) != cls.size(0) || idx.size(0) != cls.size(0))
+  const bool classes_only = !p.bboxes.defined() && cls.size(0) > 0;  // classification: a class per image
+  if ((!classes_only && boxes.size(0) != cls.size(0)) || idx.size(0) != cls.size(0))
     throw Error("plot_images: boxes, classes and indices disagree");
   const bool normalised = boxes.numel() == 0 || boxes.max().item<float>() <= 1.1F;
   const at::Tensor confs = p.confs.defined() ? p.confs.reshape({-1}).to(at::kFloat).cpu() : at::Tensor();
@@ -149,7 +168,10 @@ data::Image plot_images(const ImagesPlot& p) {
       cv::putText(im, file, cv::Point(x + 5, y + 5 + t.height), cv::FONT_HERSHEY_SIMPLEX, sf, cv::Scalar(220, 220, 220),
                   std::max(lw - 1, 1), cv::LINE_AA);
     }
-    for (std::int64_t j = 0; j < cls.size(0); ++j) {
+    for (std::int64_t j = 0; classes_only && j < cls.size(0); ++j) {
+      if (idx[j].item<std::int64_t>() == i) draw_class_text(im, cls[j].item<std::int64_t>(), p, {x, y}, fs);
+    }
+    for (std::int64_t j = 0; !classes_only && j < cls.size(0); ++j) {
       if (idx[j].item<std::int64_t>() != i) continue;
       const bool label = !confs.defined();
       const float conf = label ? 1.0F : confs[j].item<float>();

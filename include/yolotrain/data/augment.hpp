@@ -28,6 +28,9 @@ struct AugmentConfig {
   /// A pose dataset's `flip_idx` (its data YAML): the keypoint each one becomes under a flip,
   /// applied by random_flip() for either direction, as Ultralytics' RandomFlip. Empty: none.
   std::vector<int> flip_idx;
+  /// Classification: the probability of random erasing (Ultralytics' `erasing`, torchvision's
+  /// RandomErasing after the other transforms); detection ignores it.
+  double erasing = 0.4;
 };
 
 /// A box in pixels (corners) with its class, as augmentations carry them, and its outline when the

@@ -23,6 +23,9 @@ struct DataConfig {
   /// `kpt_oks_sigmas`: the OKS sigma of each keypoint for the pose loss and validation (empty: none
   /// given; COCO's for 17 keypoints, else 1 / n).
   std::vector<double> kpt_oks_sigmas;
+  /// A classification dataset (data/class_folders.hpp: a folder per class, no label files): `yaml`
+  /// and `root` are its folder, the splits its train and val (or test) folders.
+  bool classify = false;
   int nc() const { return static_cast<int>(names.size()); }
   /// True when the split is named in the YAML.
   bool has(const std::string& split) const { return splits.count(split) != 0; }

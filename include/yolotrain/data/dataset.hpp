@@ -35,6 +35,9 @@ struct ImageRecord {
   /// 2-dim label's visibility is 0 where x or y is negative, else 1, as Ultralytics sets it); empty
   /// when the split is not read as pose (ScanOptions::kpt_shape).
   std::vector<std::vector<float>> keypoints;
+  /// A classification dataset's (data/class_folders.hpp): the image's class, its folder's index
+  /// among the class names; -1 in box, polygon and pose datasets.
+  int category = -1;
   std::int64_t sample = -1;  ///< in a memory_dataset(): the SampleSource index; -1: the file `image`
 };
 
@@ -53,6 +56,8 @@ struct ScanReport {
   std::vector<Problem> corrupt;    ///< skipped images (bad image or bad label file)
   std::vector<std::string> warnings;  ///< non-fatal: clipped coordinates, duplicates removed
   std::vector<std::size_t> boxes_per_class;  ///< size nc
+  /// A classification dataset's images per class (size nc); empty for the others.
+  std::vector<std::size_t> images_per_class;
   bool from_cache = false;
   /// "N images, M backgrounds, K corrupt, D duplicates removed".
   std::string summary() const;
@@ -121,7 +126,8 @@ Dataset scan_images(const std::vector<std::filesystem::path>& images, const std:
                     const ScanOptions& options = {});
 
 /// Loads split `split` of `config`: lists, scans and validates it. Throws yolotrain::Error naming
-/// the split's folders when it has no usable image, or when the split is not in the YAML.
+/// the split's folders when it has no usable image, or when the split is not in the YAML. A
+/// classification dataset's split (DataConfig::classify) is load_class_split()'s.
 Dataset load_split(const DataConfig& config, const std::string& split, const ScanOptions& options = {});
 
 /// A cache key over the files' paths, sizes and modification times (and the scan settings).

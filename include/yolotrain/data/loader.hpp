@@ -51,6 +51,11 @@ struct LoaderOptions {
   /// One index mask per image, larger instances first (true, Ultralytics' default), or one mask
   /// per instance.
   bool overlap_mask = true;
+  /// Classification (a class-folder dataset, ImageRecord::category): each image alone through
+  /// Ultralytics' classification transforms (data/classify_transforms.hpp: training's random
+  /// resized crop, flips, colour jitter and erasing, or validation's centre crop) to imgsz square;
+  /// Batch::cls holds each image's class. No mosaic or boxes; `rect` is ignored.
+  bool classify = false;
   /// When set, a next() waiting for workers returns nothing as soon as the token asks to stop
   /// (the caller tells that from an epoch end by token->stop_requested()). Not owned.
   const lifecycle::ControlToken* token = nullptr;
@@ -60,7 +65,7 @@ struct LoaderOptions {
 struct Batch {
   at::Tensor img;        ///< uint8 [B,3,H,W] RGB, as Ultralytics' collate (see preprocess_images())
   at::Tensor batch_idx;  ///< float32 [N]
-  at::Tensor cls;        ///< float32 [N,1]
+  at::Tensor cls;        ///< float32 [N,1]; classification (LoaderOptions::classify): int64 [B], each image's class
   at::Tensor bboxes;     ///< float32 [N,4], normalized xywh
   /// The same boxes per image: float32 [B, M, 5] (class, normalized xywh), each image's boxes in
   /// order, then rows of zeros; M = padded_target_rows(the largest count). The loss's static

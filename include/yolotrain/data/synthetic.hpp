@@ -23,6 +23,11 @@ struct ShapesOptions {
   /// extremes, the cross's arm tips; the triangle's apex, base midpoint and base corners), so that
   /// flip_idx [0, 1, 2, 4, 3] mirrors them. Not with `segments`.
   bool keypoints = false;
+  /// The classification variant (`data=shapes-cls`): one shape per image, 40-90 % of the side in
+  /// each direction, its class image index % 4 (so the classes are balanced), written in
+  /// Ultralytics' classification layout: train/<class>/*.jpg and val/<class>/*.jpg, no label files,
+  /// no data.yaml (write_shapes_dataset() then returns the folder). Not with `segments` or `keypoints`.
+  bool classify = false;
 };
 
 /// The shapes-pose set's keypoints per shape: kpt_shape [5, 3], its flip_idx and their names.
@@ -38,7 +43,7 @@ const char* const* shapes_class_names(int* count);
 /// `out`: images/{train,val}/*.jpg, labels/{train,val}/*.txt (boxes, polygons with
 /// ShapesOptions::segments, boxes and keypoints with ShapesOptions::keypoints) and data.yaml
 /// (path: .; the pose variant's with kpt_shape, flip_idx and kpt_names). The bytes are a function of the options only.
-/// Returns the data.yaml path.
+/// Returns the data.yaml path (the folder itself for ShapesOptions::classify).
 std::filesystem::path write_shapes_dataset(const std::filesystem::path& out, const ShapesOptions& options = {});
 
 struct Sample;

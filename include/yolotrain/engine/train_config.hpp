@@ -21,10 +21,11 @@ using ConfigError = yolotrain::ConfigError;
 /// what is allowed. Unknown keys are errors that suggest the closest valid ones.
 struct TrainConfig {
   // --- what to train on
-  /// "detect", "segment" or "pose"; empty: the model's (as Ultralytics infers it from the model).
-  /// Setting it to segment (pose) turns the defaults into that task's: model yolov8n.yaml ->
-  /// yolov8n-seg.yaml (yolov8n-pose.yaml), data shapes -> shapes-seg (shapes-pose), project
-  /// runs/detect -> runs/segment (runs/pose); values given stay. A model of another task wins, with
+  /// "detect", "segment", "pose" or "classify"; empty: the model's (as Ultralytics infers it from
+  /// the model). Setting it to segment (pose, classify) turns the defaults into that task's: model
+  /// yolov8n.yaml -> yolov8n-seg.yaml (-pose, -cls), data shapes -> shapes-seg (shapes-pose,
+  /// shapes-cls), project runs/detect -> runs/segment (runs/pose, runs/classify), and for classify
+  /// imgsz 640 -> 224; values given stay. A model of another task wins, with
   /// a warning (Ultralytics' "conflicting 'task=...'").
   std::string task;
   std::string model = "yolov8n.yaml";  ///< model YAML (name or path), or a checkpoint / safetensors
@@ -95,6 +96,13 @@ struct TrainConfig {
   /// copy_paste's source (Ultralytics' copy_paste_mode): "flip", the sample mirrored; "mixup",
   /// another sample of the dataset put through mosaic and random_perspective.
   std::string copy_paste_mode = "flip";
+  /// Classification: random erasing's probability (Ultralytics' `erasing`).
+  double erasing = 0.4;
+  /// Classification: Ultralytics' auto_augment policy (its default randaugment); yolotrain has none
+  /// of them yet and refuses a name when it is set (docs/engine.md "Classification"), so empty.
+  std::string auto_augment;
+  /// Classification: the Classify head's Dropout probability (Ultralytics' `dropout`).
+  double dropout = 0.0;
   // --- yolotrain's lifecycle arguments
   double save_interval = 300;        ///< seconds between time-based checkpoints; 0: off
   std::int64_t keep_last = 2;        ///< rotating checkpoints kept

@@ -9,6 +9,7 @@
 
 #include "yolotrain/engine/train_config.hpp"
 #include "yolotrain/lifecycle/control/control_token.hpp"
+#include "yolotrain/metrics/classify_metrics.hpp"
 #include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 
@@ -21,6 +22,9 @@ struct ValidationReport {
   std::optional<metrics::DetMetrics> mask_metrics;
   /// A pose model's keypoint metrics, matched by OKS (Ultralytics' "(P)" figures); empty otherwise.
   std::optional<metrics::DetMetrics> pose_metrics;
+  /// A classification model's figures (top-1, top-5 accuracy); `metrics` then stays empty and
+  /// metric_sets() has none.
+  std::optional<metrics::ClassifyMetrics> classify;
   /// The metric sets of the report with their titles, in Ultralytics' order: "Box" then "Mask" or
   /// "Pose" when the task has them (the table's column groups, the curves' file prefixes).
   std::vector<std::pair<std::string, const metrics::DetMetrics*>> metric_sets() const;
@@ -40,7 +44,8 @@ struct ValidationReport {
   std::vector<std::string> plot_warnings;
   /// Ultralytics' table: the header, the "all" row and, with `per_class`, one row per class
   /// seen in the labels; a segmentation model's has the Mask(P R mAP50 mAP50-95) columns too, a
-  /// pose model's the Pose(P R mAP50 mAP50-95) ones.
+  /// pose model's the Pose(P R mAP50 mAP50-95) ones; a classification model's is
+  /// ClassificationValidator's (classes, top1_acc, top5_acc; the "all" row).
   std::string table(bool per_class = true) const;
 };
 

@@ -23,6 +23,16 @@ class ConfusionMatrix {
  public:
   /// conf 0.001 (validation's default) becomes 0.25, as Ultralytics' constructor does.
   explicit ConfusionMatrix(std::int64_t nc, double conf = 0.25, double iou_thres = 0.45);
+  /// Ultralytics' classification matrix (task "classify"): nc x nc, rows the predicted (top-1)
+  /// class, columns the true one, no background row or column.
+  static ConfusionMatrix classification(std::int64_t nc);
+
+  /// A classification image: its top-1 class and its true class (process_cls_preds).
+  void process_class(std::int64_t predicted, std::int64_t truth);
+  /// Whether the matrix is a classification one (no background).
+  bool classification() const { return classification_; }
+  /// Rows (and columns) of the matrix: nc for classification, else nc + 1 with the background.
+  std::int64_t size() const { return classification_ ? nc_ : nc_ + 1; }
 
   /// One image: detections [n, 6] (x1, y1, x2, y2, conf, cls) or an undefined tensor for none;
   /// gt_bboxes [m, 4] xyxy in the same pixels; gt_cls [m].
@@ -43,6 +53,7 @@ class ConfusionMatrix {
  private:
   std::int64_t nc_;
   double conf_, iou_thres_;
+  bool classification_ = false;
   std::vector<double> counts_;
   std::size_t index(std::int64_t predicted, std::int64_t truth) const;  // bounds-checked
   double& cell(std::int64_t predicted, std::int64_t truth);

@@ -67,6 +67,9 @@ struct HeadOutputs {
   at::Tensor one2one_keypoints;
   at::Tensor keypoint_sigma;
   at::Tensor one2one_keypoint_sigma;
+  /// A classification model's class logits [B, nc] (Classify's output in training); nothing else
+  /// is set then.
+  at::Tensor logits;
 };
 
 /// Ultralytics' Detect head. Children `cv2` (box branch per level: Conv3x3, Conv3x3, Conv2d 1x1 ->

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "yolotrain/nn/classify.hpp"
 #include "yolotrain/nn/detect.hpp"
 #include "yolotrain/nn/layer_kind.hpp"
 
@@ -55,14 +56,16 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   void reset() override;
 
   /// Raw head outputs of the one-to-many branch, one per level: [B, 4*reg_max + nc, H_i, W_i]
-  /// (train and eval alike).
+  /// (train and eval alike); a classification model's logits [B, nc], alone.
   std::vector<at::Tensor> forward(const at::Tensor& x);
-  /// Both branches of the head (the one-to-one only for an end-to-end head: YOLO26).
+  /// Both branches of the head (the one-to-one only for an end-to-end head: YOLO26); a
+  /// classification model's logits alone (HeadOutputs::logits).
   HeadOutputs forward_heads(const at::Tensor& x);
 
   /// What Ultralytics' eval forward returns (Detect::inference): [B, 4 + nc, A], xywh boxes in
   /// input pixels and sigmoid class scores, for NMS; for an end-to-end head [B, min(300, A), 6] =
-  /// x1 y1 x2 y2, score, class, which needs none. Uses the current mode (call eval() first).
+  /// x1 y1 x2 y2, score, class, which needs none; a classification model's class probabilities
+  /// [B, nc] (softmax, Ultralytics' eval output). Uses the current mode (call eval() first).
   at::Tensor predict(const at::Tensor& x);
 
   /// Folds every Conv's BatchNorm into its convolution for inference (Ultralytics' fuse()).
@@ -80,9 +83,10 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   int64_t max_stride() const;
   /// Number of classes.
   int64_t nc() const { return nc_; }
-  /// Ultralytics' task name, from the head: "segment" (a Segment head), "pose" (a Pose head) or
-  /// "detect".
+  /// Ultralytics' task name, from the head: "classify" (a Classify head), "segment" (a Segment
+  /// head), "pose" (a Pose head) or "detect".
   std::string task() const {
+    if (classifier()) return "classify";
     return head()->segments() ? "segment" : head()->keypoints() ? "pose" : "detect";
   }
   /// Class names (from the options, else "0" ... "nc-1").
@@ -91,8 +95,10 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   const std::string& scale() const { return scale_; }
   /// The model YAML the model was built from.
   const std::filesystem::path& yaml_path() const { return yaml_path_; }
-  /// The detection head (the last layer).
+  /// The detection head (the last layer); an Error for a classification model.
   Detect head() const;
+  /// A classification model's Classify head (the last layer); empty (null) for the others.
+  Classify classifier() const;
   /// The kind of layer `i` (its YAML module name and what the builder knows about it).
   const LayerKind& layer_kind(size_t i) const;
   /// The layers that layer `i` reads, as the YAML's `from` made absolute (-1 = the input image).

@@ -53,6 +53,16 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
 }
 
 void require_task_labels(const std::string& task, const data::DataConfig& data, const std::string& data_arg) {
+  if (task == "classify" && !data.classify) {
+    throw ConfigError("data=" + data_arg + " is a data.yaml of labelled boxes, but the model is a classification "
+                      "model, which trains on a folder of class folders (train/<class>/*.jpg, val/<class>/*.jpg; "
+                      "e.g. data=shapes-cls); give such a folder, or a detection model (e.g. model=yolo11n.yaml)");
+  }
+  if (task != "classify" && data.classify) {
+    throw ConfigError("data=" + data_arg + " is a classification dataset (a folder of class folders, no boxes), but "
+                      "the model is a " + task + " model; give a -cls model (e.g. model=yolo11n-cls.yaml) or a "
+                      "data.yaml of labelled images");
+  }
   if (task == "pose" && !data.kpt_shape) {
     throw ConfigError("data=" + data_arg + ": no kpt_shape in it, but the model is a pose model, which needs a pose "
                       "dataset (kpt_shape: [17, 3] and flip_idx in its data.yaml, keypoints in its labels; e.g. "
@@ -74,6 +84,7 @@ std::vector<std::int64_t> kpt_shape_of(const data::DataConfig& data) {
 
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg, const data::DataConfig& data) {
   require_task_labels(model->task(), data, cfg.data);
+  if (model->task() == "classify") return make_classify_task(model, cfg);
   if (model->task() == "pose") return make_pose_task(model, cfg, data);
   if (model->task() == "segment") return make_segmentation_task(model, cfg);
   return make_detection_task(model, cfg);

@@ -68,6 +68,9 @@ class Task {
   /// metric_keys(), val/<term>, lr/pg0-2 (Ultralytics' label_loss_items, metrics.keys, lr).
   EpochMetrics epoch_metrics() const;
 
+  /// Whether the run draws labels.jpg from the training labels (Ultralytics' DetectionTrainer and
+  /// those built on it do; its ClassificationTrainer does not).
+  virtual bool plots_labels() const { return true; }
   /// train_batchN.jpg: a training batch with its labels (and its keypoints); by default
   /// plots::plot_training_batch.
   virtual void plot_training_batch(plots::PlotWriter& writer, const data::Batch& batch,
@@ -93,11 +96,12 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
 
 /// The task `model`'s head trains for, with the run's loss gains and recipe (compat=) and the
 /// dataset's config (a pose dataset's flip_idx and kpt_oks_sigmas): detection for a Detect head
-/// (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head, pose for a Pose head.
+/// (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head, pose for a Pose head,
+/// classification for a Classify head.
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg,
                                 const data::DataConfig& data = {});
 
-/// Throws ConfigError, in one line, when a model of `task` ("detect", "segment", "pose") cannot
+/// Throws ConfigError, in one line, when a model of `task` ("detect", "segment", "pose", "classify") cannot
 /// use the labels of `data` (given as data=`data_arg`): a pose dataset's keypoints for a detection
 /// or segmentation model (Ultralytics' detect trainer would read them as odd polygons and skip
 /// every label), a dataset without kpt_shape for a pose model (Ultralytics' PoseTrainer: "No
@@ -108,6 +112,7 @@ void require_task_labels(const std::string& task, const data::DataConfig& data, 
 std::vector<std::int64_t> kpt_shape_of(const data::DataConfig& data);
 std::unique_ptr<Task> make_detection_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_segmentation_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+std::unique_ptr<Task> make_classify_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_pose_task(const nn::DetectionModel& model, const TrainConfig& cfg,
                                      const data::DataConfig& data);
 

@@ -1,0 +1,63 @@
+# Ultralytics 8.4.117's own ClassificationModel (yolov8n-cls, yolo11n-cls, yolo26n-cls, nc 3 as a dataset
+# would give it) with every weight set by a formula (set_formula_weights: tests/support/formula_weights.hpp,
+# the same formula the pose test uses), run on a formula input of two images: in eval mode the softmax
+# Classify returns ("probs") and the raw linear output beside it ("logits"), then in train mode, where
+# BatchNorm uses the batch's statistics and Dropout has p=0, the raw linear output ("train_logits"),
+# written as JSON for yolotrain's test. Run with Ultralytics 8.4.117 importable (docs/nn.md, "Checked
+# against Ultralytics"):
+#   python3 scripts/ultralytics84_cls_outputs.py tests/unit/nn/data/ultralytics84_cls_outputs.json
+import json, math, sys
+
+import torch
+from ultralytics.nn.tasks import ClassificationModel
+
+
+def formula(name, t, k):
+    """The value every tensor gets: a sine over its flat index, scaled to its fan-in."""
+    n = t.numel()
+    i = torch.arange(n, dtype=torch.float64)
+    s = torch.sin(0.37 * i + 1.3 * k)
+    if name.endswith("running_var"):
+        v = 1 + 0.5 * s.abs()
+    elif t.dim() >= 2:
+        v = s * math.sqrt(3.0 / (n // t.shape[0]))
+    elif name.endswith("bn.weight"):
+        v = 1 + 0.1 * s
+    else:
+        v = 0.1 * s
+    return v.to(torch.float32).view(t.shape)
+
+
+def skipped(name):
+    return "dfl" in name or name.endswith("num_batches_tracked") or ".flow_model." in name and name.split(".")[-1] in (
+        "loc", "cov", "mask")
+
+
+def run(yaml):
+    torch.manual_seed(0)
+    m = ClassificationModel(yaml, nc=3, verbose=False)
+    sd = m.state_dict()
+    names = sorted(n for n in sd if not skipped(n))
+    with torch.no_grad():
+        for k, n in enumerate(names):
+            sd[n].copy_(formula(n, sd[n], k))
+    x = torch.sin(0.11 * torch.arange(2 * 3 * 64 * 64, dtype=torch.float64)).abs().to(torch.float32).view(2, 3, 64, 64)
+    m.eval()
+    with torch.no_grad():
+        probs, logits = m(x.clone())  # eval Classify returns (softmax, raw linear output)
+    m.train()  # BatchNorm uses batch statistics (and updates its running stats, after the eval outputs are taken)
+    with torch.no_grad():
+        train_logits = m(x.clone())  # train Classify returns the raw linear output only
+    head = m.model[-1]
+    out = {"probs": probs, "logits": logits, "train_logits": train_logits}
+    return {k: {"shape": list(v.shape), "values": [float(f"{e:.8g}") for e in v.reshape(-1).tolist()]}
+            for k, v in out.items()} | {
+        "tensors_set": len(names), "head": type(head).__name__}
+
+
+if __name__ == "__main__":
+    result = {"ultralytics": "8.4.117", "input": "sin(0.11 * i) abs, [2, 3, 64, 64]"}
+    for yaml in ["yolov8n-cls.yaml", "yolo11n-cls.yaml", "yolo26n-cls.yaml"]:
+        result[yaml] = run(yaml)
+    with open(sys.argv[1], "w") as f:
+        json.dump(result, f)
