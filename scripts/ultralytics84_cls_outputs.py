@@ -1,6 +1,6 @@
 # Ultralytics 8.4.117's own ClassificationModel (yolov8n-cls, yolo11n-cls, yolo26n-cls, nc 3 as a dataset
 # would give it) with every weight set by a formula (set_formula_weights: tests/support/formula_weights.hpp,
-# the same formula the pose test uses), run on a formula input of two images: in eval mode the softmax
+# the same formula the pose test uses), run on a formula input of two images (the second dimmer, its left half lifted): in eval mode the softmax
 # Classify returns ("probs") and the raw linear output beside it ("logits"), then in train mode, where
 # BatchNorm uses the batch's statistics and Dropout has p=0, the raw linear output ("train_logits"),
 # written as JSON for yolotrain's test. Run with Ultralytics 8.4.117 importable (docs/nn.md, "Checked
@@ -41,7 +41,9 @@ def run(yaml):
     with torch.no_grad():
         for k, n in enumerate(names):
             sd[n].copy_(formula(n, sd[n], k))
-    x = torch.sin(0.11 * torch.arange(2 * 3 * 64 * 64, dtype=torch.float64)).abs().to(torch.float32).view(2, 3, 64, 64)
+    i = torch.arange(2 * 3 * 64 * 64, dtype=torch.float64)
+    x = torch.sin(0.11 * i).abs().to(torch.float32).view(2, 3, 64, 64)
+    x[1] = x[1] * 0.25 + 0.5 * (torch.arange(64) < 32)  # a dimmer second image, its left half lifted
     m.eval()
     with torch.no_grad():
         probs, logits = m(x.clone())  # eval Classify returns (softmax, raw linear output)
@@ -52,11 +54,12 @@ def run(yaml):
     out = {"probs": probs, "logits": logits, "train_logits": train_logits}
     return {k: {"shape": list(v.shape), "values": [float(f"{e:.8g}") for e in v.reshape(-1).tolist()]}
             for k, v in out.items()} | {
-        "tensors_set": len(names), "head": type(head).__name__}
+        "tensors_set": len(names), "head": type(head).__name__,
+        "layers": sum(1 for _ in m.modules() if not list(_.children()))}  # 8.4's summary: the leaves
 
 
 if __name__ == "__main__":
-    result = {"ultralytics": "8.4.117", "input": "sin(0.11 * i) abs, [2, 3, 64, 64]"}
+    result = {"ultralytics": "8.4.117", "input": "sin(0.11 * i) abs, [2, 3, 64, 64]; x[1] = x[1] * 0.25 + 0.5 * (column < 32)"}
     for yaml in ["yolov8n-cls.yaml", "yolo11n-cls.yaml", "yolo26n-cls.yaml"]:
         result[yaml] = run(yaml)
     with open(sys.argv[1], "w") as f:

@@ -1,6 +1,6 @@
 // yolo_dataset: check a YOLO dataset before a long run, or write the synthetic shapes dataset.
 //   yolo_dataset check DATA_YAML
-//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints]
+//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints | --classes]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +18,7 @@ namespace {
 int usage() {
   std::cerr << "usage: yolo_dataset check DATA_YAML\n"
                "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z]\n"
-               "                           [--segments | --keypoints]\n";
+               "                           [--segments | --keypoints | --classes]\n";
   return 2;
 }
 
@@ -111,7 +111,9 @@ int check(const fs::path& yaml) {
 
 int shapes(std::vector<std::string> args) {
   if (args.empty()) return usage();
-  yd::ShapesOptions o;
+  const auto classes = std::find(args.begin() + 1, args.end(), "--classes");  // class folders (shapes-cls)
+  yd::ShapesOptions o = classes != args.end() ? yd::shapes_cls_options() : yd::ShapesOptions{};
+  if (classes != args.end()) args.erase(classes);
   const auto flag = std::find(args.begin() + 1, args.end(), "--segments");  // polygon labels
   if (flag != args.end()) o.segments = true, args.erase(flag);
   const auto pose = std::find(args.begin() + 1, args.end(), "--keypoints");  // pose labels (shapes-pose)
@@ -135,6 +137,7 @@ int shapes(std::vector<std::string> args) {
     std::printf("wrote %s (%d train, %d val images of %d px, seed %llu%s)\n", yaml.string().c_str(), o.train, o.val,
                 o.imgsz, static_cast<unsigned long long>(o.seed), o.segments    ? ", polygon labels"
                 : o.keypoints ? ", pose labels"
+                : o.classify  ? ", class folders"
                               : "");
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -254,6 +254,15 @@ void write_pose_keys(std::ostream& y) {
 
 }  // namespace
 
+ShapesOptions shapes_cls_options() {
+  ShapesOptions o;
+  o.classify = true;
+  o.imgsz = 64;
+  o.train = 512;
+  o.val = 128;
+  return o;
+}
+
 const int* shapes_flip_idx() { return kFlipIdx; }
 
 const char* const* shapes_keypoint_names() { return kKeypointNames; }

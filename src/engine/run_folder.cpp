@@ -16,19 +16,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// data=shapes-cls: 64 px images (a -cls model trains at imgsz 64 on them without a resize), 512
-// for training, 128 for validation, classes balanced.
+// data=shapes-cls: the classification variant's folder (data::shapes_cls_options()).
 fs::path shapes_cls_folder(const TrainConfig& cfg) {
   const fs::path dir = fs::path(cfg.project) / ".shapes-cls";
   if (fs::is_directory(dir / "val")) return dir;
   std::cout << "data=shapes-cls: writing the built-in synthetic classification dataset to " << dir.string()
             << std::endl;
-  data::ShapesOptions options;
-  options.classify = true;
-  options.imgsz = 64;
-  options.train = 512;
-  options.val = 128;
-  return data::write_shapes_dataset(dir, options);
+  return data::write_shapes_dataset(dir, data::shapes_cls_options());
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ struct ShapesOptions {
   bool classify = false;
 };
 
+/// The options of `data=shapes-cls` (and `yolo_dataset shapes DIR --classes`): the classification
+/// variant at 64 px (a -cls model trains on it at imgsz 64 without a resize), 512 training and 128
+/// validation images.
+ShapesOptions shapes_cls_options();
+
 /// The shapes-pose set's keypoints per shape: kpt_shape [5, 3], its flip_idx and their names.
 constexpr int kShapesKeypoints = 5;
 const int* shapes_flip_idx();
