@@ -1,9 +1,10 @@
 // A classification model's validation pass: Ultralytics 8.4's ClassificationValidator (eval mode,
 // softmax probabilities, top-1 / top-5 against each image's class, the confusion matrix of the
-// top-1 class) with the task's loss on the logits.
+// top-1 class, the first batches' pictures) with the task's loss on the logits.
 #include <chrono>
 
 #include "validation.hpp"
+#include "yolotrain/plots/batch_plots.hpp"
 
 namespace yolotrain::engine {
 
@@ -27,7 +28,11 @@ std::optional<ValidationReport> run_classify_validation(ValidationPass pass) {
       for (std::size_t i = 0; i < report.loss.size(); ++i) report.loss[i] += items[std::int64_t(i)].item<double>();
     }
     ++batches;
-    validator.update(nn::ClassifyImpl::probabilities(heads.logits), b->cls);
+    const at::Tensor probs = nn::ClassifyImpl::probabilities(heads.logits);
+    validator.update(probs, b->cls);
+    if (pass.plots && b->index < 3) {
+      plots::plot_classify_validation_batch(*pass.plots, *b, probs, pass.net->names(), pass.plot_dir);
+    }
   }
   if (was_training) pass.net->train();
   if (stopped()) return std::nullopt;  // a loader wait ended on the stop, or the loop broke: not validated

@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "yolotrain/data/class_folders.hpp"
 #include "yolotrain/data/data_config.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/engine/cpu_threads.hpp"
@@ -268,7 +269,7 @@ void take_ultralytics_args(const std::string& path, TrainConfig& cfg) {
   for (const char* key : {"imgsz", "single_cls", "data"}) {
     const auto it = pt.train_args.find(key);
     if (it == pt.train_args.end() || it->second == "None") continue;
-    if (std::string(key) == "data" && !fs::is_regular_file(it->second)) continue;
+    if (std::string(key) == "data" && !fs::exists(it->second)) continue;  // a data.yaml, or a class folder
     cfg.set(key, it->second);
   }
 }
@@ -328,9 +329,12 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   const io::ModelWeights weights = load_val_weights(cfg);
   use_cpu_threads(intra_op_threads(cfg.threads));
   const fs::path yaml = data_yaml(cfg);  // data=shapes: the built-in set of the run's project
-  if (!fs::is_regular_file(yaml))
-    throw ConfigError("data=" + cfg.data + ": no such file; give the dataset's data.yaml");
-  const data::DataConfig data_config = data::load_data_yaml(yaml);
+  if (!fs::exists(yaml)) {
+    throw ConfigError("data=" + cfg.data + ": no such file or folder; give the dataset's data.yaml (a "
+                      "classification dataset: its folder of class folders)");
+  }
+  const data::DataConfig data_config =
+      fs::is_directory(yaml) ? data::load_class_folders(yaml) : data::load_data_yaml(yaml);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   const std::int64_t nc = weights.nc;
   if (cfg.single_cls) merge_classes(set);
@@ -345,7 +349,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
           kpt_shape_of(data_config)));
   require_task_labels(net->task(), data_config, cfg.data);
   nn::load_state_dict(*net, weights.tensors, true, cfg.model);
-  if (!cfg.end2end) net->head()->set_end2end(false);  // Ultralytics' end2end=False: NMS over one-to-many
+  const bool classify = net->task() == "classify";
+  if (!cfg.end2end && !classify) net->head()->set_end2end(false);  // Ultralytics' end2end=False: NMS over one-to-many
   net->to(device);
   const c10::MemoryFormat format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::Contiguous;
   nn::set_memory_format(*net, format);
@@ -359,7 +364,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.rect = true;
   opts.pin_memory = device.is_cuda();
   opts.token = token;
-  const bool segment = net->head()->segments();
+  opts.classify = classify;  // ClassificationValidator's centre crops (no rect)
+  const bool segment = !classify && net->head()->segments();
   if (segment) require_polygons(set, cfg.data);
   if (segment) {
     opts.mask_ratio = static_cast<int>(cfg.mask_ratio);
@@ -368,10 +374,10 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   data::Loader loader(set, opts);
   // The validation loss (v8DetectionLoss); none for an end-to-end head (Ultralytics' own `val`
   // reports no loss at all; training's validation reports E2ELoss' one-to-one terms) nor for a
-  // segmentation or pose model.
+  // segmentation, pose or classification model.
   std::optional<loss::DetectionLoss> criterion;
-  const bool boxes_only = !segment && !net->head()->keypoints();
-  if (!net->head()->options.end2end() && boxes_only) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
+  const bool boxes_only = !classify && !segment && !net->head()->keypoints();
+  if (boxes_only && !net->head()->options.end2end()) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;
   fs::path save_dir;
   std::string folder_warning;  // a folder that cannot be made costs the pictures, not the validation
@@ -391,7 +397,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   pass.rules = rules_for(cfg.compat);
   pass.overlap_mask = cfg.overlap_mask;
   pass.oks_sigmas = data_config.kpt_oks_sigmas;
-  std::optional<ValidationReport> report = run_validation(pass);
+  std::optional<ValidationReport> report = classify ? run_classify_validation(pass) : run_validation(pass);
   if (!report) throw Error("validation stopped before it finished");
   if (!folder_warning.empty()) report->plot_warnings.push_back(folder_warning);
   if (writer) {

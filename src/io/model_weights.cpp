@@ -149,11 +149,25 @@ bool has_tensor(const lc::NamedTensors& tensors, const std::string& name) {
   return std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
 }
 
+// A Classify head: `<head>.linear.weight` and no detection head's class branch.
+bool is_classifier(const lc::NamedTensors& tensors) {
+  const auto has = [&](const char* suffix) {
+    return std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return detail::has_suffix(t.first, suffix); });
+  };
+  return has(".linear.weight") && !has(".cv3.0.2.weight");
+}
+
 }  // namespace
 
 std::string family_from_weights(const lc::NamedTensors& tensors) {
   for (const auto& [name, t] : tensors) {  // YOLO26's end-to-end head has the one-to-one branch
     if (name.find(".one2one_cv2.") != std::string::npos) return "yolo26";
+  }
+  // A classification backbone: YOLO11-cls (and YOLO26-cls, the same network) ends in C2PSA.
+  if (is_classifier(tensors)) {
+    const bool psa = std::any_of(tensors.begin(), tensors.end(),
+                                 [](const auto& t) { return t.first.find(".attn.qkv.") != std::string::npos; });
+    return psa ? "yolo11" : "yolov8";
   }
   // YOLO11's Detect has the depthwise class branch: cv3.<level>.0 is a Sequential of two Convs.
   for (const auto& [name, t] : tensors) {
@@ -200,14 +214,16 @@ std::string model_yaml_from_weights(const lc::NamedTensors& tensors, const std::
   };
   const bool segment = has(".proto.cv1."), pose = !segment && (has(".cv4.0.") || has(".cv4_kpts."));
   return family_from_weights(tensors) + (scale.empty() ? scale_from_weights(tensors, source) : scale) +
-         (segment ? "-seg" : pose ? "-pose" : "") + ".yaml";
+         (is_classifier(tensors) ? "-cls" : segment ? "-seg" : pose ? "-pose" : "") + ".yaml";
 }
 
 std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {
+  const bool classifier = is_classifier(tensors);
   for (const auto& [name, t] : tensors) {
-    if (detail::has_suffix(name, ".cv3.0.2.weight")) return t.size(0);
+    if (detail::has_suffix(name, classifier ? ".linear.weight" : ".cv3.0.2.weight")) return t.size(0);
   }
-  throw Error(source + " holds no detection head (no *.cv3.0.2.weight): is it YOLOv8 or YOLO11 detection weights?");
+  throw Error(source + " holds no head (no *.cv3.0.2.weight of a detection head, no *.linear.weight of a Classify "
+              "head): is it YOLOv8, YOLO11 or YOLO26 weights?");
 }
 
 std::string encode_names(const std::vector<std::string>& names) { return nlohmann::json(names).dump(); }

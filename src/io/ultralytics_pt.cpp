@@ -26,7 +26,8 @@ bool supported_module(const std::string& cls) {
       "torch.nn.modules.activation.SiLU",    "torch.nn.modules.pooling.MaxPool2d",
       "torch.nn.modules.upsampling.Upsample", "torch.nn.modules.container.Sequential",
       "torch.nn.modules.container.ModuleList", "torch.nn.modules.linear.Identity",
-      "torch.nn.modules.linear.Linear",      "torch.nn.modules.activation.Tanh"};  // YOLO26-pose's RealNVP
+      "torch.nn.modules.linear.Linear",      "torch.nn.modules.activation.Tanh",  // YOLO26-pose's RealNVP
+      "torch.nn.modules.pooling.AdaptiveAvgPool2d", "torch.nn.modules.dropout.Dropout"};  // Classify
   static const std::set<std::string> yolo_modules = [] {
     std::set<std::string> names;
     for (const auto& kind : nn::layer_kinds()) names.insert(kind.pt_classes.begin(), kind.pt_classes.end());
@@ -179,13 +180,15 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
                 "state dict? export it as .safetensors instead)");
   }
   const std::string cls = model->class_name();
-  // ultralytics.nn.tasks.DetectionModel, SegmentationModel and PoseModel (not RTDETRDetectionModel, ...)
+  // ultralytics.nn.tasks.DetectionModel, SegmentationModel, PoseModel and ClassificationModel (not
+  // RTDETRDetectionModel, ...)
   if (cls.rfind("ultralytics.", 0) != 0 ||
       !(detail::has_suffix(cls, ".DetectionModel") || detail::has_suffix(cls, ".SegmentationModel") ||
-        detail::has_suffix(cls, ".PoseModel"))) {
+        detail::has_suffix(cls, ".PoseModel") || detail::has_suffix(cls, ".ClassificationModel"))) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
-                "; yolotrain reads detection, segmentation and pose models (ultralytics.nn.tasks.DetectionModel, "
-                "SegmentationModel, PoseModel: YOLOv8, YOLO11, YOLO26 and their -seg, -pose) only");
+                "; yolotrain reads detection, segmentation, pose and classification models "
+                "(ultralytics.nn.tasks.DetectionModel, SegmentationModel, PoseModel, ClassificationModel: YOLOv8, "
+                "YOLO11, YOLO26 and their -seg, -pose, -cls) only");
   }
   ModelReader reader(file);
   reader.collect(model, "", out.state_dict);

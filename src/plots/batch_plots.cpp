@@ -82,4 +82,16 @@ void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const s
   writer.submit(dir / (stem + "_pred.jpg"), [p = std::move(predictions)] { return plot_images(p); });
 }
 
+void plot_classify_validation_batch(PlotWriter& writer, const data::Batch& batch, const at::Tensor& probs,
+                                    const std::vector<std::string>& names, const std::filesystem::path& dir) {
+  const std::string stem = "val_batch" + std::to_string(batch.index);
+  ImagesPlot labels = labels_of(batch, names, false);
+  ImagesPlot predictions = labels;  // ClassificationValidator.plot_predictions: argmax and its probability
+  const at::Tensor p = probs.detach().to(at::kCPU, at::kFloat);
+  predictions.cls = p.argmax(1);
+  predictions.confs = std::get<0>(p.max(1));
+  writer.submit(dir / (stem + "_labels.jpg"), [l = std::move(labels)] { return plot_images(l); });
+  writer.submit(dir / (stem + "_pred.jpg"), [q = std::move(predictions)] { return plot_images(q); });
+}
+
 }  // namespace yolotrain::plots

@@ -108,8 +108,13 @@ namespace {
 
 // Ultralytics' annotator.text(xy, name, txt_color=colors(c), box_color=(64, 64, 64, 128)): the class
 // name in its colour on a dark grey box at the tile's top-left corner (drawn opaque here).
-void draw_class_text(cv::Mat& im, std::int64_t c, const ImagesPlot& p, cv::Point at, int fs) {
-  const std::string text = class_name(p.names, c);
+void draw_class_text(cv::Mat& im, std::int64_t c, const at::Tensor& conf, const ImagesPlot& p, cv::Point at, int fs) {
+  std::string text = class_name(p.names, c);
+  if (conf.defined()) {  // a prediction: "name 0.9" (Ultralytics' f"{c} {conf[0]:.1f}")
+    char buf[16];
+    std::snprintf(buf, sizeof buf, " %.1f", conf.item<double>());
+    text += buf;
+  }
   const double sf = std::max(fs / 30.0, 0.35);
   const int thickness = std::max(1, static_cast<int>(sf * 2));
   int baseline = 0;
@@ -169,7 +174,8 @@ data::Image plot_images(const ImagesPlot& p) {
                   std::max(lw - 1, 1), cv::LINE_AA);
     }
     for (std::int64_t j = 0; classes_only && j < cls.size(0); ++j) {
-      if (idx[j].item<std::int64_t>() == i) draw_class_text(im, cls[j].item<std::int64_t>(), p, {x, y}, fs);
+      if (idx[j].item<std::int64_t>() != i) continue;
+      draw_class_text(im, cls[j].item<std::int64_t>(), confs.defined() ? confs[j] : at::Tensor(), p, {x, y}, fs);
     }
     for (std::int64_t j = 0; !classes_only && j < cls.size(0); ++j) {
       if (idx[j].item<std::int64_t>() != i) continue;

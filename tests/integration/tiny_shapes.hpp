@@ -1,6 +1,7 @@
 #pragma once
 // The datasets of the yolo_train integration tests: 16 training and 8 validation images of 64 px
-// from the built-in shapes generator (boxes, polygons, or keypoints), written once per test process.
+// from the built-in shapes generator (boxes, polygons, keypoints or class folders), written once per
+// test process.
 #include <filesystem>
 
 #include "test_support.hpp"
@@ -29,6 +30,18 @@ inline const std::filesystem::path& tiny_shapes_pose_dataset() {
   static const std::filesystem::path yaml =
       data::write_shapes_dataset(dir / "shapes-pose", data::ShapesOptions{0, 16, 8, 64, 90, false, true});
   return yaml;
+}
+
+/// The same size of set as class folders (ShapesOptions::classify), for classification runs: the folder.
+inline const std::filesystem::path& tiny_shapes_cls_dataset() {
+  static TempDir dir;
+  static const std::filesystem::path folder = [] {
+    data::ShapesOptions o = data::shapes_cls_options();
+    o.train = 16;
+    o.val = 8;
+    return data::write_shapes_dataset(dir / "shapes-cls", o);
+  }();
+  return folder;
 }
 
 }  // namespace yolotrain::test

@@ -48,7 +48,8 @@ nn::DetectionModel build_model(const ModelWeights& weights, const std::string& s
 bool is_weights_file(const std::filesystem::path& path);
 
 /// "yolo26" when the weights have an end-to-end head (`*.one2one_cv2.*`), "yolo11" when they have
-/// YOLO11's Detect class branch (`*.cv3.0.0.0.conv.weight`), else "yolov8".
+/// YOLO11's Detect class branch (`*.cv3.0.0.0.conv.weight`) or, classification weights, its C2PSA
+/// (YOLO26-cls has YOLO11-cls's network: "yolo11"), else "yolov8".
 std::string family_from_weights(const lifecycle::NamedTensors& tensors);
 
 /// The scale letter of YOLOv8 / YOLO11 / YOLO26 weights from the stem's output channels (YOLOv8: 16 n,
@@ -57,13 +58,13 @@ std::string family_from_weights(const lifecycle::NamedTensors& tensors);
 std::string scale_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
 
 /// The model YAML name for weights ("yolo11n.yaml"; "yolo11n-seg.yaml" when they hold a Proto,
-/// "yolo11n-pose.yaml" when they hold a keypoint branch):
+/// "yolo11n-pose.yaml" when they hold a keypoint branch, "yolo11n-cls.yaml" a Classify head's Linear):
 /// family_from_weights() + `scale` (from the weights when empty).
 std::string model_yaml_from_weights(const lifecycle::NamedTensors& tensors, const std::string& scale,
                                     const std::string& source);
 
-/// nc of YOLOv8 detection weights (the output channels of `*.cv3.0.2.weight`); throws
-/// yolotrain::Error naming `source` when there is no detection head.
+/// nc of the weights: the output channels of a detection head's `*.cv3.0.2.weight`, or of a Classify
+/// head's `*.linear.weight`; throws yolotrain::Error naming `source` when there is neither.
 std::int64_t nc_from_weights(const lifecycle::NamedTensors& tensors, const std::string& source);
 
 /// Class names as the metadata of yolo_train's checkpoints and safetensors store them (a JSON

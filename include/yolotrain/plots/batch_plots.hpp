@@ -36,4 +36,10 @@ void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const s
                            std::int64_t max_det = 300, const std::vector<at::Tensor>& pred_masks = {},
                            bool overlap_masks = true, const std::vector<at::Tensor>& pred_keypoints = {});
 
+/// A classification batch's val_batch<index>_labels.jpg (each image's class) and _pred.jpg (its most
+/// probable class with the probability, "name 0.9"), as ClassificationValidator's plot_val_samples
+/// and plot_predictions; `probs` [B, nc].
+void plot_classify_validation_batch(PlotWriter& writer, const data::Batch& batch, const at::Tensor& probs,
+                                    const std::vector<std::string>& names, const std::filesystem::path& dir);
+
 }  // namespace yolotrain::plots

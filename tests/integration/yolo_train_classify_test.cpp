@@ -1,0 +1,93 @@
+// Integration tests of classification training through yolo_train (issue 54): real processes and
+// signals, the built-in shapes set's class-folder variant.
+#include <ATen/ATen.h>
+
+#include "catch.hpp"
+#include <signal.h>
+
+#include "results_csv.hpp"
+#include "test_support.hpp"
+#include "tiny_shapes.hpp"
+#include "train_runs.hpp"
+
+namespace fs = std::filesystem;
+namespace yt = yolotrain::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> cls_args(const fs::path& project, std::vector<std::string> extra = {}) {
+  std::vector<std::string> a = yt::train_args(project, {"data=" + yt::tiny_shapes_cls_dataset().string()});
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+}  // namespace
+
+// Ultralytics 8.4's ClassificationTrainer columns (progress line, validation table, results.csv), its
+// pictures (train batches with classes, the confusion matrix; no labels.jpg), and SIGTERM mid-epoch
+// then resume=true ending on the weights of the run that was not stopped.
+TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch then resume=true end byte-identical",
+          "[integration][classify]") {
+  yt::TempDir tmp;
+  const std::vector<std::string> cls = {"model=yolo11n-cls.yaml", "imgsz=32"};
+  const yt::Finished straight = yt::run_to_end(cls_args(tmp / "straight", cls), tmp / "straight.txt");
+  INFO(straight.output);
+  REQUIRE(straight.code == 0);
+  CHECK_THAT(straight.output, Catch::Contains("Epoch    GPU_mem       loss  Instances       Size"));
+  CHECK_THAT(straight.output, Catch::Contains("classes   top1_acc   top5_acc"));
+  const fs::path run = tmp / "straight" / "run";
+  CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"classify\""));
+  const yt::Csv csv = yt::read_results(run / "results.csv");
+  CHECK(csv.names == std::vector<std::string>{"epoch", "train/loss", "metrics/accuracy_top1", "metrics/accuracy_top5",
+                                              "val/loss", "lr/pg0", "lr/pg1", "lr/pg2"});
+  REQUIRE(csv.rows.size() == 2);
+  CHECK(csv.at(1, "train/loss") > 0);
+  CHECK(csv.at(1, "val/loss") > 0);
+  CHECK(csv.at(1, "metrics/accuracy_top5") == 1);  // 4 classes: the top 5 hold every one
+  CHECK(fs::exists(run / "train_batch0.jpg"));
+  CHECK(fs::exists(run / "confusion_matrix.png"));
+  CHECK_FALSE(fs::exists(run / "labels.jpg"));
+
+  const fs::path dir = tmp / "run";
+  yt::Child child = yt::spawn(cls_args(tmp.path(), cls), tmp / "out1.txt");
+  REQUIRE(yt::wait_for_step(dir, 3));  // 4 batches per epoch: inside the first
+  kill(child.pid, SIGTERM);
+  CHECK(yt::wait_exit(child, 120s) == 143);
+  std::vector<std::string> again = cls;
+  again.push_back("resume=true");
+  const yt::Finished resumed = yt::run_to_end(cls_args(tmp.path(), again), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
+}
+
+TEST_CASE("a classification model on box labels, a detection model on class folders, and auto_augment exit 2 "
+          "saying why",
+          "[integration][classify]") {
+  yt::TempDir tmp;
+  const yt::Finished boxes =
+      yt::run_to_end(yt::train_args(tmp / "a", {"model=yolo11n-cls.yaml", "epochs=1"}), tmp / "a.txt");
+  INFO(boxes.output);
+  CHECK(boxes.code == 2);
+  CHECK_THAT(boxes.output, Catch::Contains("but the model is a classification model, which trains on a folder"));
+  const yt::Finished folders = yt::run_to_end(cls_args(tmp / "b", {"epochs=1"}), tmp / "b.txt");
+  INFO(folders.output);
+  CHECK(folders.code == 2);
+  CHECK_THAT(folders.output, Catch::Contains("is a classification dataset (a folder of class folders, no boxes), but "
+                                             "the model is a detect model; give a -cls model"));
+  const yt::Finished policy =
+      yt::run_to_end(cls_args(tmp / "c", {"model=yolo11n-cls.yaml", "auto_augment=randaugment"}), tmp / "c.txt");
+  INFO(policy.output);
+  CHECK(policy.code == 2);
+  CHECK_THAT(policy.output, Catch::Contains("auto_augment=randaugment: yolotrain has no randaugment"));
+}
+
+TEST_CASE("task=classify trains the classification defaults", "[integration][classify]") {
+  yt::TempDir tmp;
+  const yt::Finished f = yt::run_to_end(cls_args(tmp.path(), {"task=classify", "epochs=1", "imgsz=32"}), tmp / "o.txt");
+  INFO(f.output);
+  CHECK(f.code == 0);
+  CHECK_THAT(yt::slurp(tmp / "run" / "args.yaml"), Catch::Contains("model: \"yolov8n-cls.yaml\""));
+}
