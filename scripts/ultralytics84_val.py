@@ -1,7 +1,8 @@
-# Ultralytics 8.4.117's own validation of a segmentation or pose checkpoint: yolotrain's reference for
-# `yolo_train val` of seg and pose models (tests/unit/engine/validation_test.cpp). Run with
-# Ultralytics 8.4.117 importable (../shared/tools/ultralytics84/README.md):
+# Ultralytics 8.4.117's own validation of a segmentation, pose or classification checkpoint: yolotrain's
+# reference for `yolo_train val` of seg, pose and -cls models (tests/unit/engine/validation_test.cpp).
+# Run with Ultralytics 8.4.117 importable (../shared/tools/ultralytics84/README.md):
 #   python3 scripts/ultralytics84_val.py BEST.pt DATA.yaml IMGSZ OUT.json
+# (a classification dataset is its folder: DATA is then the folder of class folders).
 # The checkpoints it was run on are trained by scripts/ultralytics84_train.py.
 import hashlib, json, sys
 
@@ -21,8 +22,13 @@ def figures(m):
 
 
 result = {"ultralytics": "8.4.117", "checkpoint_sha256": hashlib.sha256(open(pt, "rb").read()).hexdigest(),
-          "imgsz": imgsz, "batch": 16, "box": figures(r.box)}
-second = "pose" if hasattr(r, "pose") else "mask"  # PoseMetrics' keypoints, SegmentMetrics' masks
-result[second] = figures(r.pose if second == "pose" else r.seg)
+          "imgsz": imgsz, "batch": 16}
+if hasattr(r, "top1"):  # ClassifyMetrics
+    result |= {"top1": float(r.top1), "top5": float(r.top5)}
+    print(result["top1"], result["top5"])
+else:
+    result["box"] = figures(r.box)
+    second = "pose" if hasattr(r, "pose") else "mask"  # PoseMetrics' keypoints, SegmentMetrics' masks
+    result[second] = figures(r.pose if second == "pose" else r.seg)
+    print(result["box"]["all"], result[second]["all"])
 json.dump(result, open(out, "w"), indent=1)
-print(result["box"]["all"], result[second]["all"])

@@ -2,6 +2,8 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -54,6 +56,25 @@ void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, 
   cv::rectangle(im, p1, q, color, -1, cv::LINE_AA);
   cv::putText(im, label, cv::Point(p1.x, outside ? p1.y - 2 : p1.y + h - 1), cv::FONT_HERSHEY_SIMPLEX, sf, text_color,
               tf, cv::LINE_AA);
+}
+
+void draw_text_lines(data::Image& image, const std::vector<std::string>& lines) {
+  if (image.empty()) return;
+  cv::Mat im(image.height, image.width, CV_8UC3, image.pixels.data());
+  const int size = std::max(static_cast<int>(std::nearbyint((image.height + image.width) / 2.0 * 0.035)), 12);
+  const double sf = cv::getFontScaleFromHeight(cv::FONT_HERSHEY_SIMPLEX, size);
+  const int tf = std::max(1, size / 12);
+  const int x = static_cast<int>(std::nearbyint(image.height * 0.03));
+  int y = x;
+  for (const std::string& line : lines) {
+    int baseline = 0;
+    const cv::Size t = cv::getTextSize(line, cv::FONT_HERSHEY_SIMPLEX, sf, tf, &baseline);
+    const int h = t.height + baseline;
+    cv::rectangle(im, cv::Rect(x, y, t.width + 2, h + 2), cv::Scalar(64, 64, 64), cv::FILLED);
+    cv::putText(im, line, cv::Point(x + 1, y + 1 + t.height), cv::FONT_HERSHEY_SIMPLEX, sf, cv::Scalar(255, 255, 255),
+                tf, cv::LINE_AA);
+    y += h + 2;
+  }
 }
 
 }  // namespace yolotrain::plots

@@ -64,4 +64,14 @@ void draw_detections(data::Image& image, const std::vector<Detection>& boxes, co
   }
 }
 
+void draw_probabilities(data::Image& image, const Prediction& prediction, const std::vector<std::string>& names) {
+  std::vector<std::string> lines;
+  for (const std::int64_t c : prediction.top5) {
+    char p[16];
+    std::snprintf(p, sizeof(p), " %.2f", static_cast<double>(prediction.probs.at(static_cast<std::size_t>(c))));
+    lines.push_back((c < static_cast<std::int64_t>(names.size()) ? names[c] : std::to_string(c)) + p);
+  }
+  plots::draw_text_lines(image, lines);
+}
+
 }  // namespace yolotrain::predict

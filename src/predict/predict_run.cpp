@@ -20,8 +20,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Results.verbose(): "2 persons, 1 bus, " by ascending class index, or "(no detections), ".
+// A classification's top 5: "name 0.87" (name first) or "0.87 name", joined by `separator`.
+std::string top5_text(const Prediction& p, const std::vector<std::string>& names, const char* separator,
+                      bool name_first) {
+  std::string s;
+  for (const std::int64_t c : p.top5) {
+    char prob[16];
+    std::snprintf(prob, sizeof(prob), "%.2f", static_cast<double>(p.probs.at(static_cast<std::size_t>(c))));
+    const std::string name = c < static_cast<std::int64_t>(names.size()) ? names[c] : std::to_string(c);
+    s += (s.empty() ? "" : separator) + (name_first ? name + " " + prob : prob + (" " + name));
+  }
+  return s;
+}
+
+// Results.verbose(): "2 persons, 1 bus, " by ascending class index, or "(no detections), "; a
+// classification's top 5, "cat 0.87, dog 0.10, ".
 std::string verbose_counts(const Prediction& p, const std::vector<std::string>& names) {
+  if (!p.probs.empty()) return top5_text(p, names, ", ", true) + ", ";  // Results.verbose of a classification
   if (p.boxes.empty()) return "(no detections), ";
   std::map<std::int64_t, int> counts;
   for (const auto& d : p.boxes) ++counts[d.cls];
@@ -42,9 +57,11 @@ std::string g(double v) {
 
 // Results.save_txt: "cls xc yc w h [conf]" normalised to the original image (a segmentation
 // model's: "cls x1 y1 x2 y2 ... [conf]", its outline, masks.xyn; a pose model's keypoints after the
-// box: x y [visibility] each, keypoints.xyn and conf), appended.
-void append_labels(const fs::path& file, const Prediction& p, bool save_conf) {
+// box: x y [visibility] each, keypoints.xyn and conf; a classification's top 5, "0.87 cat" per
+// line), appended.
+void append_labels(const fs::path& file, const Prediction& p, const std::vector<std::string>& names, bool save_conf) {
   std::ofstream f(file, std::ios::app);
+  if (!p.probs.empty()) f << top5_text(p, names, "\n", false) << '\n';  // a classification: "0.87 cat" lines
   for (const auto& d : p.boxes) {
     const double w = p.orig_w, h = p.orig_h;
     f << d.cls;
@@ -142,11 +159,12 @@ PredictRunResult run_predict(const PredictConfig& cfg, const lifecycle::ControlT
       if (cfg.save) {
         data::Image canvas = images[i];
         draw_detections(canvas, p.boxes, cfg.annotate);
+        if (!p.probs.empty()) draw_probabilities(canvas, p, predictor.names());
         save_annotated(result.save_dir, path, canvas);
       }
-      if (cfg.save_txt && !p.boxes.empty()) {
+      if (cfg.save_txt && (!p.boxes.empty() || !p.probs.empty())) {
         const fs::path txt = result.save_dir / "labels" / (path.stem().string() + ".txt");
-        append_labels(txt, p, cfg.save_conf);
+        append_labels(txt, p, predictor.names(), cfg.save_conf);
       }
       totals.pre += p.speed.preprocess;
       totals.infer += p.speed.inference;

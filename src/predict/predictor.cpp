@@ -46,11 +46,13 @@ struct Predictor::Impl {
   std::unique_ptr<detail::OnednnNet> onednn;  // the CPU forward when it runs this model
   std::string forward;                        // its label, or libtorch's
   bool segment = false;                       // a Segment head: masks too
+  bool classify = false;                      // a Classify head: class probabilities, no boxes
   std::vector<std::int64_t> kpt_shape;        // a Pose head's keypoints (empty otherwise)
 
   void compile_onednn(const detail::CpuForward& how);
 
   std::vector<Prediction> run(const std::vector<const data::Image*>& images);
+  std::vector<Prediction> classify_run(const std::vector<const data::Image*>& images);
 };
 
 Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(std::make_unique<Impl>()) {
@@ -67,8 +69,9 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.description = w.description;
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
   m.segment = m.net->task() == "segment";
-  m.kpt_shape = m.net->head()->options.kpt_shape();
-  if (!options.end2end) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
+  m.classify = m.net->task() == "classify";
+  if (!m.classify) m.kpt_shape = m.net->head()->options.kpt_shape();
+  if (!options.end2end && !m.classify) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
   options.imgsz_w = nn::check_imgsz(options.imgsz_w, m.net->max_stride());
   m.options = options;
@@ -76,7 +79,10 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   if (options.fuse) m.net->fuse();
   m.dtype = options.half ? at::kHalf : at::kFloat;
   m.net->to(m.device, m.dtype);
-  if (m.device.is_cpu() && how.onednn && !m.kpt_shape.empty()) {
+  if (m.device.is_cpu() && how.onednn && m.classify) {
+    std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a Classify head yet"
+              << std::endl;
+  } else if (m.device.is_cpu() && how.onednn && !m.kpt_shape.empty()) {
     std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a pose head's keypoints yet"
               << std::endl;
   } else if (m.device.is_cpu() && how.onednn && m.segment) {
@@ -117,8 +123,39 @@ Predictor::~Predictor() = default;
 Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
+// ClassificationPredictor: centre crops, the softmax, Probs' top 5 (torch's descending argsort).
+std::vector<Prediction> Predictor::Impl::classify_run(const std::vector<const data::Image*>& images) {
+  c10::InferenceMode inference;
+  const auto t0 = Clock::now();
+  const at::Tensor x =
+      classify_preprocess(images, options.imgsz_h, options.imgsz_w).to(device).to(dtype).div_(255).contiguous(format);
+  const double pre = ms_since(t0);
+  const auto t1 = Clock::now();
+  const at::Tensor probs = net->predict(x).to(at::kCPU, at::kFloat).contiguous();
+  const double infer = ms_since(t1);
+  const auto t2 = Clock::now();
+  const at::Tensor order = at::argsort(probs, 1, /*descending=*/true).slice(1, 0, 5).contiguous();
+  std::vector<Prediction> preds;
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    Prediction p;
+    p.orig_h = images[i]->height;
+    p.orig_w = images[i]->width;
+    p.input_h = static_cast<int>(x.size(2));
+    p.input_w = static_cast<int>(x.size(3));
+    const at::Tensor row = probs[static_cast<std::int64_t>(i)];
+    p.probs.assign(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+    const at::Tensor top = order[static_cast<std::int64_t>(i)];
+    p.top5.assign(top.data_ptr<std::int64_t>(), top.data_ptr<std::int64_t>() + top.numel());
+    preds.push_back(std::move(p));
+  }
+  const double post = ms_since(t2), n = static_cast<double>(images.size());
+  for (auto& p : preds) p.speed = {pre / n, infer / n, post / n};
+  return preds;
+}
+
 std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image*>& images) {
   if (images.empty()) return {};
+  if (classify) return classify_run(images);
   c10::InferenceMode inference;
   const auto t0 = Clock::now();
   at::Tensor x = preprocess(images, options.imgsz_h, options.imgsz_w, true, net->max_stride())

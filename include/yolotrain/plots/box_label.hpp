@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "yolotrain/data/image.hpp"
 
@@ -22,5 +23,11 @@ std::array<std::uint8_t, 3> label_text_color(std::int64_t cls);
 /// is no room above).
 void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, const std::string& label,
                     std::int64_t cls, int line_width);
+
+/// Lines of text at the top left, as Ultralytics' Annotator.text draws a classification result
+/// (Results.plot: "name 0.87" per class at (round(0.03 h), round(0.03 h)), PIL mode): each line white on
+/// its own dark grey (64, 64, 64) box, about max(round((h + w) / 2 * 0.035), 12) px high (PIL's
+/// Arial there, OpenCV's Hershey font here), the next line below it.
+void draw_text_lines(data::Image& image, const std::vector<std::string>& lines);
 
 }  // namespace yolotrain::plots

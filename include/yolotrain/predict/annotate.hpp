@@ -29,6 +29,9 @@ void draw_masks(data::Image& image, const std::vector<Detection>& boxes, float a
 /// those under 0.25 left out), lowest confidence first.
 void draw_detections(data::Image& image, const std::vector<Detection>& boxes, const AnnotateOptions& options = {});
 
+/// Draws a classification result as Ultralytics' Results.plot does: its top-5 classes, most probable
+/// first, one "name 0.87" line each (plots::draw_text_lines).
+void draw_probabilities(data::Image& image, const Prediction& prediction, const std::vector<std::string>& names);
 /// The box drawing it uses, plots' (Ultralytics' Colors and Annotator.box_label), by the names
 /// they had here.
 using plots::class_color;

@@ -67,9 +67,14 @@ struct Speed {
   double preprocess = 0, inference = 0, postprocess = 0;
 };
 
-/// The detections of one image.
+/// The detections of one image (a classification model's class probabilities instead).
 struct Prediction {
-  std::vector<Detection> boxes;  ///< descending confidence
+  std::vector<Detection> boxes;  ///< descending confidence; empty for a classification model
+  /// A classification model's probability of each class (softmax; Ultralytics' Results.probs.data);
+  /// empty for the others.
+  std::vector<float> probs;
+  /// Its five most probable classes (fewer when nc < 5), most probable first (Probs.top5).
+  std::vector<std::int64_t> top5;
   int orig_h = 0, orig_w = 0;    ///< the image's size
   int input_h = 0, input_w = 0;  ///< the letterboxed network input's size
   Speed speed;                   ///< per image (a batch's time divided by its images)
@@ -87,7 +92,9 @@ struct PixelView {
 
 /// Runs a YOLO detection model on images as Ultralytics' DetectionPredictor does (a segmentation
 /// model as its SegmentationPredictor: each detection's mask and outline too, detections whose
-/// mask is empty dropped): LetterBox
+/// mask is empty dropped; a classification model as its ClassificationPredictor: the shorter side
+/// resized to imgsz and the centre imgsz square cropped, data::classify_centre_crop, then the class
+/// probabilities, Prediction::probs and top5): LetterBox
 /// to `imgsz` with the minimal padding to a multiple of the stride when the batch's images share
 /// one size (else the full imgsz), BGR -> RGB, /255, the network in inference mode (Conv+BN
 /// fused; on the CPU run by oneDNN's primitives directly, docs/predict.md), NMS without

@@ -17,4 +17,10 @@ namespace yolotrain::predict {
 at::Tensor preprocess(const std::vector<const data::Image*>& images, std::int64_t imgsz_h, std::int64_t imgsz_w,
                       bool minimal_padding = true, std::int64_t stride = 32);
 
+/// Ultralytics' classification predict preprocessing (classify_transforms): each BGR image's shorter
+/// side resized to imgsz_h and its centre square cropped (data::classify_centre_crop) when imgsz_h ==
+/// imgsz_w, else resized to imgsz_h x imgsz_w; stacked, BGR -> RGB, HWC -> CHW, uint8 [B, 3, H, W].
+at::Tensor classify_preprocess(const std::vector<const data::Image*>& images, std::int64_t imgsz_h,
+                               std::int64_t imgsz_w);
+
 }  // namespace yolotrain::predict

@@ -323,3 +323,39 @@ TEST_CASE("val of Ultralytics' own shapes-pose checkpoints gives Ultralytics' ow
     }
   }
 }
+
+// `yolo_train val` of -cls checkpoints trained by Ultralytics 8.4.117's own trainer on shapes-cls
+// (scripts/ultralytics84_train.py, 20 epochs at 64 px with auto_augment=None erasing=0 scale=0.2)
+// against its own standalone validation (scripts/ultralytics84_val.py) at imgsz 64 (the images'
+// size: the centre crop alone) and 32 (PIL's antialiased resize first): top-1 and top-5 to 1e-3.
+// The checkpoints stay out of the project: shapescls_<model>/best.pt from $YOLOTRAIN_CLS_WEIGHTS
+// or ../shared/weights/ultralytics, their SHA-256 checked; skipped otherwise.
+TEST_CASE("val of Ultralytics' own shapes-cls checkpoints gives Ultralytics' own top-1 and top-5",
+          "[engine][classify]") {
+  namespace fs = std::filesystem;
+  yolotrain::test::TempDir tmp;
+  const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-cls", yolotrain::data::shapes_cls_options());
+  for (const std::string model : {"yolov8n-cls", "yolo11n-cls", "yolo26n-cls"}) {
+    const fs::path best = trained_checkpoint("YOLOTRAIN_CLS_WEIGHTS", "shapescls_" + model);
+    if (best.empty()) {
+      WARN("skipped: no shapescls_" << model << "/best.pt in $YOLOTRAIN_CLS_WEIGHTS nor "
+                                    << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
+                                    << " (make it with scripts/ultralytics84_train.py)");
+      continue;
+    }
+    INFO(model << " " << best.string());
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(
+        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_cls_" + model + ".json")));
+    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+    for (const std::string imgsz : {"64", "32"}) {
+      INFO("imgsz " << imgsz);
+      const en::ValidationReport r = en::validate(en::val_config(
+          {"model=" + best.string(), "data=" + data.string(), "imgsz=" + imgsz, "batch=16", "device=cpu",
+           "workers=2", "plots=false", "project=" + (tmp / model).string()}));
+      REQUIRE(r.classify);
+      CHECK(r.images == 128);
+      CHECK(r.classify->top1 == Approx(ref["imgsz"][imgsz]["top1"].get<double>()).margin(1e-3));
+      CHECK(r.classify->top5 == Approx(ref["imgsz"][imgsz]["top5"].get<double>()).margin(1e-3));
+    }
+  }
+}
