@@ -110,7 +110,33 @@ void flip(Image& im, bool horizontal) {
   im = std::move(out);
 }
 
+// One pass of the antialiased bilinear filter to height x width (one of them unchanged), rounded to
+// bytes: float [1, 3, h, w] holding whole numbers.
+at::Tensor resample(const at::Tensor& x, std::int64_t height, std::int64_t width) {
+  return at::_upsample_bilinear2d_aa(x, {height, width}, /*align_corners=*/false, c10::nullopt, c10::nullopt)
+      .round_()
+      .clamp_(0, 255);
+}
+
 }  // namespace
+
+// Pillow resamples horizontally, then vertically, through an 8-bit image in between; libtorch's
+// filter is Pillow's, so two passes with that rounding give its pixels (checked on coco8's images:
+// equal at 64 px, one value in a thousand off by one at 48).
+Image resize_antialiased(const Image& image, int height, int width) {
+  if (height < 1 || width < 1) throw Error("resize: an empty target size");
+  if (image.height == height && image.width == width) return image;
+  at::Tensor x = at::from_blob(const_cast<std::uint8_t*>(image.pixels.data()), {1, image.height, image.width, 3},
+                               at::kByte)
+                     .permute({0, 3, 1, 2})
+                     .to(at::kFloat);
+  if (width != image.width) x = resample(x, image.height, width);
+  if (height != image.height) x = resample(x, height, width);
+  const at::Tensor out = x.to(at::kByte).permute({0, 2, 3, 1}).contiguous();
+  Image result(height, width);
+  std::copy_n(out.data_ptr<std::uint8_t>(), result.pixels.size(), result.pixels.data());
+  return result;
+}
 
 CropBox random_resized_crop_box(int height, int width, double scale_min, double scale_max, double ratio_min,
                                 double ratio_max, Rng& rng) {
@@ -133,25 +159,6 @@ CropBox random_resized_crop_box(int height, int width, double scale_min, double 
     w = python_round(h * ratio_max);
   }
   return {(height - h) / 2, (width - w) / 2, h, w};
-}
-
-Image resize_antialiased(const Image& image, int height, int width) {
-  if (height < 1 || width < 1) throw Error("resize: an empty target size");
-  if (image.height == height && image.width == width) return image;
-  const at::Tensor in = at::from_blob(const_cast<std::uint8_t*>(image.pixels.data()), {1, image.height, image.width, 3},
-                                      at::kByte)
-                            .permute({0, 3, 1, 2})
-                            .to(at::kFloat);
-  const at::Tensor out =
-      at::_upsample_bilinear2d_aa(in, {height, width}, /*align_corners=*/false, c10::nullopt, c10::nullopt)
-          .round_()
-          .clamp_(0, 255)
-          .to(at::kByte)
-          .permute({0, 2, 3, 1})
-          .contiguous();
-  Image result(height, width);
-  std::copy_n(out.data_ptr<std::uint8_t>(), result.pixels.size(), result.pixels.data());
-  return result;
 }
 
 void color_jitter(Image& image, double hsv_h, double hsv_s, double hsv_v, Rng& rng) {

@@ -1,10 +1,11 @@
 #pragma once
 // Ultralytics 8.4's classification transforms (data/augment.py classify_augmentations and
 // classify_transforms, torchvision's transforms on a PIL image), on yolotrain's BGR images: what a
-// classification batch's images are made of (LoaderOptions::classify). Resizes are bilinear with
-// antialiasing (libtorch's _upsample_bilinear2d_aa, torchvision's tensor resize), which is PIL's
-// filter to within a level or so per pixel; random draws are yolotrain's Rng, not torch's
-// generator, so the distributions are Ultralytics' and the draws are not (docs/data.md).
+// classification batch's images are made of (LoaderOptions::classify). Resizes are PIL's bilinear
+// filter with antialiasing (libtorch's _upsample_bilinear2d_aa, a horizontal then a vertical pass
+// rounded to bytes between them, as Pillow does: its pixels, to one level in a few thousand); random
+// draws are yolotrain's Rng, not torch's generator, so the distributions are Ultralytics' and the
+// draws are not (docs/data.md).
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/data/rng.hpp"
@@ -22,7 +23,8 @@ struct CropBox {
 CropBox random_resized_crop_box(int height, int width, double scale_min, double scale_max, double ratio_min,
                                 double ratio_max, Rng& rng);
 
-/// `image` resized to `height` x `width`, bilinear with antialiasing (torchvision's Resize).
+/// `image` resized to `height` x `width` as torchvision's Resize does it on a PIL image (Pillow's
+/// BILINEAR: antialiased, horizontal pass first, bytes between the passes).
 Image resize_antialiased(const Image& image, int height, int width);
 
 /// torchvision's ColorJitter(brightness=hsv_v, contrast=hsv_v, saturation=hsv_s, hue=hsv_h) as
