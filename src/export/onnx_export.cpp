@@ -52,6 +52,26 @@ void emit_layers(OnnxGraph& g, nn::DetectionModelImpl& model, const detail::Emit
   }
 }
 
+// A detection head's outputs: output0 (decoded boxes and scores, an end-to-end head's top-k rows;
+// a Segment head's mask coefficients or a Pose head's keypoints as extra columns) and a Segment
+// head's output1 (the prototypes at a quarter of the input).
+void declare_detection_outputs(onnx::GraphProto& graph, nn::DetectionModelImpl& model,
+                               const OnnxExportOptions& options, std::int64_t anchors) {
+  const bool dyn = options.dynamic;
+  const std::int64_t nm = model.head()->options.nm() > 0 ? model.head()->options.nm() : model.head()->nk();
+  if (model.head()->end2end()) {  // Ultralytics 8.4: (N, max_det, 6 (+ nm)), no NMS
+    const std::int64_t k = dyn ? model.head()->options.max_det() : std::min(model.head()->options.max_det(), anchors);
+    set_shape(*graph.add_output(), "output0", {options.batch, k, 6 + nm}, {dyn ? "batch" : "", "", ""});
+  } else {
+    set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc() + nm, anchors},
+              {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
+  }
+  if (model.head()->segments()) {
+    set_shape(*graph.add_output(), "output1", {options.batch, nm, options.imgsz_h / 4, options.imgsz_w / 4},
+              {dyn ? "batch" : "", "", dyn ? "mask_height" : "", dyn ? "mask_width" : ""});
+  }
+}
+
 std::string names_repr(const std::vector<std::string>& names) {
   std::string s = "{";
   for (size_t i = 0; i < names.size(); ++i) {
@@ -141,21 +161,11 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
             {dyn ? "batch" : "", "", dyn ? "height" : "", dyn ? "width" : ""});
   OnnxGraph g(graph);
   emit_layers(g, model, context);
-  const bool end2end = model.head()->end2end();
-  // A Segment head's mask coefficients, or a Pose head's keypoints: the extra columns of output0.
-  const std::int64_t nm = model.head()->options.nm() > 0 ? model.head()->options.nm() : model.head()->nk();
-  if (end2end) {  // Ultralytics 8.4: (N, max_det, 6 (+ nm)), no NMS
-    const std::int64_t k = dyn ? model.head()->options.max_det() : std::min(model.head()->options.max_det(), anchors);
-    set_shape(*graph.add_output(), "output0", {options.batch, k, 6 + nm}, {dyn ? "batch" : "", "", ""});
+  if (model.classifier()) {  // Ultralytics' Classify in export mode: the softmax, (N, nc)
+    set_shape(*graph.add_output(), "output0", {options.batch, model.nc()}, {dyn ? "batch" : "", ""});
   } else {
-    set_shape(*graph.add_output(), "output0", {options.batch, 4 + model.nc() + nm, anchors},
-              {dyn ? "batch" : "", "", dyn ? "anchors" : ""});
+    declare_detection_outputs(graph, model, options, anchors);
   }
-  if (model.head()->segments()) {  // Ultralytics' output1: the prototypes at a quarter of the input
-    set_shape(*graph.add_output(), "output1", {options.batch, nm, options.imgsz_h / 4, options.imgsz_w / 4},
-              {dyn ? "batch" : "", "", dyn ? "mask_height" : "", dyn ? "mask_width" : ""});
-  }
-
   const std::string imgsz = "[" + std::to_string(options.imgsz_h) + ", " + std::to_string(options.imgsz_w) + "]";
   add_metadata(proto, {{"description", metadata.description},
                        {"author", "yolotrain"},
@@ -166,8 +176,10 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                        {"batch", std::to_string(options.batch)},
                        {"imgsz", imgsz},
                        {"names", names_repr(metadata.names)}});
-  if (model.head()->options.end2end()) add_metadata(proto, {{"end2end", end2end ? "True" : "False"}});
-  if (model.head()->keypoints()) {  // Ultralytics' exporter: str(model.kpt_shape)
+  if (!model.classifier() && model.head()->options.end2end()) {
+    add_metadata(proto, {{"end2end", model.head()->end2end() ? "True" : "False"}});
+  }
+  if (!model.classifier() && model.head()->keypoints()) {  // Ultralytics' exporter: str(model.kpt_shape)
     const auto& k = model.head()->options.kpt_shape();
     add_metadata(proto, {{"kpt_shape", "[" + std::to_string(k[0]) + ", " + std::to_string(k[1]) + "]"}});
   }
@@ -193,7 +205,7 @@ OnnxExportReport export_onnx(const fs::path& weights, const fs::path& out, OnnxE
   }
   const io::ModelWeights w = io::read_model_weights(weights);
   nn::DetectionModel model = io::build_model(w, weights.string());
-  if (!options.end2end) model->head()->set_end2end(false);  // YOLO26's NMS head (Ultralytics' end2end=False)
+  if (!options.end2end && !model->classifier()) model->head()->set_end2end(false);  // Ultralytics' end2end=False
   model->eval();
   model->fuse();
   const std::int64_t stride = model->max_stride();

@@ -34,6 +34,12 @@ std::string emit_segment(OnnxGraph& g, torch::nn::Module& layer, const std::vect
   return emit(g, head, in, context.shapes, context.output);
 }
 
+std::string emit_classify(OnnxGraph& g, torch::nn::Module& layer, const std::vector<std::string>& in,
+                          const EmitContext& context) {
+  const std::string x = in.size() == 1 ? in[0] : g.node("Concat", in, {{"axis", std::int64_t{1}}});
+  return emit(g, *layer.as<nn::ClassifyImpl>(), x, context.output);
+}
+
 }  // namespace
 
 KindEmitter find_kind_emitter(const std::string& kind) {
@@ -44,7 +50,8 @@ KindEmitter find_kind_emitter(const std::string& kind) {
       {"C2PSA", emit_one<nn::C2PSAImpl>},       {"Upsample", emit_one<nn::UpsampleImpl>},
       {"Concat", emit_concat},                  {"Detect", emit_detect},
       {"Segment", emit_segment},                {"Segment26", emit_segment},
-      {"Pose", emit_detect},                    {"Pose26", emit_detect}};  // the keypoints: in emit(DetectImpl)
+      {"Pose", emit_detect},                    {"Pose26", emit_detect},  // the keypoints: in emit(DetectImpl)
+      {"Classify", emit_classify}};
   const auto it = emitters.find(kind);
   return it == emitters.end() ? nullptr : it->second;
 }

@@ -216,6 +216,19 @@ std::string emit(OnnxGraph& g, nn::SPPFImpl& block, const std::string& x) {
   return block.options.shortcut() && block.options.c1() == block.options.c2() ? g.node("Add", {y, x}) : y;
 }
 
+std::string emit(OnnxGraph& g, nn::ClassifyImpl& head, const std::string& x, const std::string& output) {
+  const std::string pooled = g.node("GlobalAveragePool", {scoped(g, "conv", *head.conv, x)});
+  std::string logits;
+  {
+    auto scope = g.scope("linear");
+    logits = g.node("Gemm",
+                    {g.node("Flatten", {pooled}, {{"axis", std::int64_t{1}}}), g.weight("weight", head.linear->weight),
+                     g.weight("bias", head.linear->bias)},
+                    {{"transB", std::int64_t{1}}});
+  }
+  return g.node("Softmax", {logits}, {{"axis", std::int64_t{1}}}, output);
+}
+
 std::string emit(OnnxGraph& g, nn::UpsampleImpl& upsample, const std::string& x) {
   const auto s = static_cast<float>(upsample.scale_factor);
   // roi is ignored outside tf_crop_and_resize but is a required input before opset 13: an empty one.

@@ -10,6 +10,7 @@
 #include "onnx_graph.hpp"
 #include "yolotrain/nn/attention.hpp"
 #include "yolotrain/nn/block.hpp"
+#include "yolotrain/nn/classify.hpp"
 #include "yolotrain/nn/conv.hpp"
 #include "yolotrain/nn/detect.hpp"
 #include "yolotrain/nn/proto.hpp"
@@ -58,6 +59,10 @@ using KindEmitter = std::string (*)(OnnxGraph& g, torch::nn::Module& layer, cons
 
 /// The emitter of layer kind `kind` (src/export/onnx_kinds.cpp), or nullptr when it has no ONNX form.
 KindEmitter find_kind_emitter(const std::string& kind);
+
+/// Ultralytics' Classify as exported: Conv, GlobalAveragePool, Flatten, Gemm (the Linear) and the
+/// softmax over the classes, written to `output` as [B, nc].
+std::string emit(OnnxGraph& g, nn::ClassifyImpl& head, const std::string& x, const std::string& output);
 
 /// The decoded head: per level the box and class branches (and a Segment head's mask
 /// coefficients), then over all anchors DFL, dist2bbox (xywh, times the stride) and the class

@@ -5,6 +5,8 @@
 #include "catch.hpp"
 #include <signal.h>
 
+#include <algorithm>
+
 #include "results_csv.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
@@ -61,6 +63,35 @@ TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch the
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
   CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
+
+  // Its weights predict (save_txt: Ultralytics' "0.87 name" line per top class, the 4 classes here),
+  // validate, and export to ONNX (output0 the probabilities: tests/unit/export/onnx_classify_test.cpp).
+  const fs::path best = run / "weights" / "best.ytckpt";
+  const yt::Finished predicted = yt::run_to_end(
+      {YOLO_TRAIN_PATH, "predict", "model=" + best.string(),
+       "source=" + (yt::tiny_shapes_cls_dataset() / "val" / "cross").string(), "imgsz=32", "save_txt=true",
+       "device=cpu", "project=" + (tmp / "pred").string(), "name=p"},
+      tmp / "predict.txt");
+  INFO(predicted.output);
+  REQUIRE(predicted.code == 0);
+  const std::string labels = yt::slurp(tmp / "pred" / "p" / "labels" / "000003.txt");
+  CHECK(std::count(labels.begin(), labels.end(), '\n') == 4);
+  CHECK_THAT(labels, Catch::Contains(" cross\n"));
+  CHECK(fs::exists(tmp / "pred" / "p" / "000003.jpg"));
+  const yt::Finished validated = yt::run_to_end(
+      {YOLO_TRAIN_PATH, "val", "model=" + best.string(), "data=" + yt::tiny_shapes_cls_dataset().string(),
+       "device=cpu", "project=" + (tmp / "val").string()},
+      tmp / "val.txt");
+  INFO(validated.output);
+  CHECK(validated.code == 0);
+  CHECK_THAT(validated.output, Catch::Contains("classes   top1_acc   top5_acc"));
+  CHECK(fs::exists(tmp / "val" / "val" / "confusion_matrix.png"));
+  CHECK(fs::exists(tmp / "val" / "val" / "val_batch0_pred.jpg"));
+  const yt::Finished exported =
+      yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string(), "format=onnx"}, tmp / "export-onnx.txt");
+  INFO(exported.output);
+  CHECK(exported.code == 0);
+  CHECK(fs::exists(run / "weights" / "best.onnx"));
 }
 
 TEST_CASE("a classification model on box labels, a detection model on class folders, and auto_augment exit 2 "
