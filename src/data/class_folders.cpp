@@ -104,7 +104,8 @@ Dataset load_class_split(const DataConfig& config, const std::string& split, con
   std::stable_sort(ds.records.begin(), ds.records.end(),
                    [](const ImageRecord& a, const ImageRecord& b) { return a.category < b.category; });
   std::vector<std::string> problems;
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::min(8u, cores));
   verify_all(ds.records, problems, threads);
   std::vector<ImageRecord> usable;
   ds.report.images_per_class.assign(ds.names.size(), 0);

@@ -69,7 +69,8 @@ std::array<int, 3> to_rgb(int h, int s, int v) {
   const double hh = h * 6.0 / 255.0, ss = s / 255.0;
   const int i = static_cast<int>(std::floor(hh));
   const double f = hh - i;
-  const int p = python_round(v * (1 - ss)), q = python_round(v * (1 - ss * f)), t = python_round(v * (1 - ss * (1 - f)));
+  const int p = python_round(v * (1 - ss)), q = python_round(v * (1 - ss * f));
+  const int t = python_round(v * (1 - ss * (1 - f)));
   switch (i % 6) {
     case 0: return {v, t, p};
     case 1: return {q, v, p};
@@ -205,7 +206,8 @@ Image classify_centre_crop(const Image& image, int size) {
   const bool wide = image.width >= image.height;
   const int shorter = wide ? image.height : image.width, longer = wide ? image.width : image.height;
   const int resized_long = static_cast<int>(static_cast<double>(size) * longer / shorter);
-  const Image resized = wide ? resize_antialiased(image, size, resized_long) : resize_antialiased(image, resized_long, size);
+  const Image resized =
+      wide ? resize_antialiased(image, size, resized_long) : resize_antialiased(image, resized_long, size);
   const int top = python_round((resized.height - size) / 2.0), left = python_round((resized.width - size) / 2.0);
   if (top < 0 || left < 0) throw Error("classification centre crop: the image is smaller than the crop");
   return crop(resized, {top, left, size, size});

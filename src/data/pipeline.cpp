@@ -60,7 +60,9 @@ void build_classify_sample(const PipelineContext& ctx, int epoch, std::size_t po
                            : decode_image(rec.image);
   };
   std::shared_ptr<const Image> image;
-  if (ctx.cache && !(image = ctx.cache->get(record))) ctx.cache->put(record, image = std::make_shared<const Image>(decode()));
+  if (ctx.cache && !(image = ctx.cache->get(record))) {
+    ctx.cache->put(record, image = std::make_shared<const Image>(decode()));
+  }
   if (!image) image = std::make_shared<const Image>(decode());
   Rng rng(opt.seed, static_cast<std::uint64_t>(epoch), position);
   buffers.sample = {opt.augment ? classify_augment(*image, opt.imgsz, opt.hyp, rng)

@@ -152,7 +152,8 @@ bool has_tensor(const lc::NamedTensors& tensors, const std::string& name) {
 // A Classify head: `<head>.linear.weight` and no detection head's class branch.
 bool is_classifier(const lc::NamedTensors& tensors) {
   const auto has = [&](const char* suffix) {
-    return std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return detail::has_suffix(t.first, suffix); });
+    return std::any_of(tensors.begin(), tensors.end(),
+                       [&](const auto& t) { return detail::has_suffix(t.first, suffix); });
   };
   return has(".linear.weight") && !has(".cv3.0.2.weight");
 }

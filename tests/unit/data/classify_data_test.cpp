@@ -123,7 +123,8 @@ TEST_CASE("colour jitter and erasing change what they should and nothing when of
   CHECK(same.pixels == im.pixels);
   Image erased = im;
   random_erasing(erased, 1.0, rng);
-  const auto zeros = std::count(erased.pixels.begin(), erased.pixels.end(), 0) - std::count(im.pixels.begin(), im.pixels.end(), 0);
+  const auto zeros =
+      std::count(erased.pixels.begin(), erased.pixels.end(), 0) - std::count(im.pixels.begin(), im.pixels.end(), 0);
   CHECK(zeros >= static_cast<long>(0.02 * 32 * 32 * 3) - 3 * 32);
   Image jittered = im;
   color_jitter(jittered, 0.015, 0.7, 0.4, rng);

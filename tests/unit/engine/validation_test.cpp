@@ -334,7 +334,8 @@ TEST_CASE("val of Ultralytics' own shapes-cls checkpoints gives Ultralytics' own
           "[engine][classify]") {
   namespace fs = std::filesystem;
   yolotrain::test::TempDir tmp;
-  const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-cls", yolotrain::data::shapes_cls_options());
+  const fs::path data =
+      yolotrain::data::write_shapes_dataset(tmp / "shapes-cls", yolotrain::data::shapes_cls_options());
   for (const std::string model : {"yolov8n-cls", "yolo11n-cls", "yolo26n-cls"}) {
     const fs::path best = trained_checkpoint("YOLOTRAIN_CLS_WEIGHTS", "shapescls_" + model);
     if (best.empty()) {

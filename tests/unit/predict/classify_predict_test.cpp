@@ -83,7 +83,8 @@ TEST_CASE("a classification Predictor gives Ultralytics' probabilities and top 5
       std::ifstream(fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/predict/data/ultralytics84_shapes_cls_predict.json"));
   REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
   yolotrain::test::TempDir tmp;
-  const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-cls", yolotrain::data::shapes_cls_options());
+  const fs::path data =
+      yolotrain::data::write_shapes_dataset(tmp / "shapes-cls", yolotrain::data::shapes_cls_options());
   const fs::path coco = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets/coco8/images/val";
   for (const std::string imgsz : {"64", "48"}) {
     Predictor predictor(best, at_size(std::stoll(imgsz)));
