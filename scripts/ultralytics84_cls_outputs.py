@@ -1,36 +1,18 @@
 # Ultralytics 8.4.117's own ClassificationModel (yolov8n-cls, yolo11n-cls, yolo26n-cls, nc 3 as a dataset
 # would give it) with every weight set by a formula (set_formula_weights: tests/support/formula_weights.hpp,
-# the same formula the pose test uses), run on a formula input of two images (the second dimmer, its left half lifted): in eval mode the softmax
+# the same formula the pose test uses), run on a formula input of two images (the second dimmer, its
+# left half lifted): in eval mode the softmax
 # Classify returns ("probs") and the raw linear output beside it ("logits"), then in train mode, where
 # BatchNorm uses the batch's statistics and Dropout has p=0, the raw linear output ("train_logits"),
 # written as JSON for yolotrain's test. Run with Ultralytics 8.4.117 importable (docs/nn.md, "Checked
 # against Ultralytics"):
 #   python3 scripts/ultralytics84_cls_outputs.py tests/unit/nn/data/ultralytics84_cls_outputs.json
-import json, math, sys
+import json, sys
 
 import torch
 from ultralytics.nn.tasks import ClassificationModel
 
-
-def formula(name, t, k):
-    """The value every tensor gets: a sine over its flat index, scaled to its fan-in."""
-    n = t.numel()
-    i = torch.arange(n, dtype=torch.float64)
-    s = torch.sin(0.37 * i + 1.3 * k)
-    if name.endswith("running_var"):
-        v = 1 + 0.5 * s.abs()
-    elif t.dim() >= 2:
-        v = s * math.sqrt(3.0 / (n // t.shape[0]))
-    elif name.endswith("bn.weight"):
-        v = 1 + 0.1 * s
-    else:
-        v = 0.1 * s
-    return v.to(torch.float32).view(t.shape)
-
-
-def skipped(name):
-    return "dfl" in name or name.endswith("num_batches_tracked") or ".flow_model." in name and name.split(".")[-1] in (
-        "loc", "cov", "mask")
+from ultralytics84_pose_outputs import formula, skipped  # the formula weights, one definition (this folder)
 
 
 def run(yaml):

@@ -15,28 +15,15 @@ std::optional<ValidationReport> run_classify_validation(ValidationPass pass) {
   pass.net->eval();
   metrics::ClassifyValidator validator(pass.net->nc());
   ValidationReport report;
-  std::int64_t batches = 0;
-  const auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
-  pass.loader->seek(0, 0);
-  while (auto b = pass.loader->next()) {
-    if (stopped()) break;
-    const nn::HeadOutputs heads =
-        pass.net->forward_heads(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
-    if (pass.criterion) {
-      const at::Tensor items = pass.criterion(heads, *b).to(torch::kCPU, torch::kDouble).reshape({-1});
-      report.loss.resize(static_cast<std::size_t>(items.numel()), 0.0);
-      for (std::size_t i = 0; i < report.loss.size(); ++i) report.loss[i] += items[std::int64_t(i)].item<double>();
-    }
-    ++batches;
+  const bool finished = for_each_batch(pass, report, [&](const nn::HeadOutputs& heads, const data::Batch& b) {
     const at::Tensor probs = nn::ClassifyImpl::probabilities(heads.logits);
-    validator.update(probs, b->cls);
-    if (pass.plots && b->index < 3) {
-      plots::plot_classify_validation_batch(*pass.plots, *b, probs, pass.net->names(), pass.plot_dir);
+    validator.update(probs, b.cls);
+    if (pass.plots && b.index < 3) {
+      plots::plot_classify_validation_batch(*pass.plots, b, probs, pass.net->names(), pass.plot_dir);
     }
-  }
+  });
   if (was_training) pass.net->train();
-  if (stopped()) return std::nullopt;  // a loader wait ended on the stop, or the loop broke: not validated
-  for (auto& l : report.loss) l /= double(std::max<std::int64_t>(batches, 1));
+  if (!finished) return std::nullopt;
   report.classify = validator.finalize();
   report.names = pass.net->names();
   report.images = validator.seen();

@@ -174,6 +174,28 @@ metrics::UltralyticsRules rules_for(const std::string& compat) {
   return compat == "8.3" ? metrics::UltralyticsRules::V83 : metrics::UltralyticsRules::V84;
 }
 
+bool for_each_batch(ValidationPass& pass, ValidationReport& report,
+                    const std::function<void(const nn::HeadOutputs&, const data::Batch&)>& visit) {
+  std::int64_t batches = 0;
+  const auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
+  pass.loader->seek(0, 0);
+  while (auto b = pass.loader->next()) {
+    if (stopped()) break;
+    const nn::HeadOutputs heads =
+        pass.net->forward_heads(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
+    if (pass.criterion) {
+      const at::Tensor items = pass.criterion(heads, *b).to(torch::kCPU, torch::kDouble).reshape({-1});
+      report.loss.resize(static_cast<std::size_t>(items.numel()), 0.0);
+      for (std::size_t i = 0; i < report.loss.size(); ++i) report.loss[i] += items[std::int64_t(i)].item<double>();
+    }
+    ++batches;
+    visit(heads, *b);
+  }
+  if (stopped()) return false;  // a loader wait ended on the stop, or the loop broke: not validated
+  for (auto& l : report.loss) l /= double(std::max<std::int64_t>(batches, 1));
+  return true;
+}
+
 std::optional<ValidationReport> run_validation(ValidationPass pass) {
   const auto started = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
@@ -196,46 +218,33 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
     sigmas = at::tensor(std::vector<float>(s.begin(), s.end()));
   }
   ValidationReport report;
-  std::int64_t batches = 0;
-  auto stopped = [&] { return pass.token && pass.token->stop_requested(); };
-  pass.loader->seek(0, 0);
-  while (auto b = pass.loader->next()) {
-    if (stopped()) break;
-    const nn::HeadOutputs heads =
-        pass.net->forward_heads(data::preprocess_images(b->img, pass.device).contiguous(pass.memory_format));
-    if (pass.criterion) {
-      const at::Tensor items = pass.criterion(heads, *b).to(torch::kCPU, torch::kDouble).reshape({-1});
-      report.loss.resize(static_cast<std::size_t>(items.numel()), 0.0);
-      for (std::size_t i = 0; i < report.loss.size(); ++i) report.loss[i] += items[std::int64_t(i)].item<double>();
-    }
-    ++batches;
+  const bool finished = for_each_batch(pass, report, [&](const nn::HeadOutputs& heads, const data::Batch& b) {
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
     std::vector<at::Tensor> boxes;  // x1 y1 x2 y2 conf cls, without mask coefficients
     for (auto& p : preds) p = p.to(torch::kCPU), boxes.push_back(p.slice(1, 0, 6));
     const at::Tensor proto = segment ? heads.proto.to(torch::kCPU, torch::kFloat) : at::Tensor();
-    const std::vector<at::Tensor> masks = prediction_masks(preds, proto, *b);
-    if (pass.plots && b->index < 3) {
+    const std::vector<at::Tensor> masks = prediction_masks(preds, proto, b);
+    if (pass.plots && b.index < 3) {
       std::vector<at::Tensor> keypoints;  // a pose model's, per image [n, k, dims] in the batch's pixels
       for (const auto& p : preds) {
         if (pose) keypoints.push_back(p.slice(1, 6).reshape({-1, kpt_shape[0], kpt_shape[1]}));
       }
-      plots::plot_validation_batch(*pass.plots, *b, boxes, pass.net->names(), pass.plot_dir, pass.max_det, masks,
+      plots::plot_validation_batch(*pass.plots, b, boxes, pass.net->names(), pass.plot_dir, pass.max_det, masks,
                                    pass.overlap_mask, keypoints);
     }
-    const std::vector<metrics::ImageInfo> infos = image_infos(*b);
+    const std::vector<metrics::ImageInfo> infos = image_infos(b);
     for (std::size_t i = 0; i < preds.size(); ++i) {
       const auto image = static_cast<std::int64_t>(i);
       if (pose) {
-        update_pose_image(validator, preds[i], *b, image, infos[i], kpt_shape, sigmas);
+        update_pose_image(validator, preds[i], b, image, infos[i], kpt_shape, sigmas);
       } else {
-        update_image(validator, preds[i], *b, image, infos[i], segment ? masks[i] : at::Tensor(),
+        update_image(validator, preds[i], b, image, infos[i], segment ? masks[i] : at::Tensor(),
                      {segment ? proto.size(2) : 0, segment ? proto.size(3) : 0}, pass.overlap_mask);
       }
     }
-  }
+  });
   if (was_training) pass.net->train();
-  if (stopped()) return std::nullopt;  // a loader wait ended on the stop, or the loop broke: not validated
-  for (auto& l : report.loss) l /= double(std::max<std::int64_t>(batches, 1));
+  if (!finished) return std::nullopt;
   report.metrics = validator.finalize();
   if (segment) report.mask_metrics = validator.finalize_masks();
   if (pose) report.pose_metrics = validator.finalize_masks();  // the second matching: by OKS

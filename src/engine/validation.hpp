@@ -54,6 +54,12 @@ void require_polygons(const data::Dataset& set, const std::string& data);
 /// The metrics' rules for compat= ("8.3" or "8.4").
 metrics::UltralyticsRules rules_for(const std::string& compat);
 
+/// The pass's batches from the start: each one's head outputs (eval mode is the caller's) given to
+/// `visit`, the criterion's items summed into `report.loss`, then averaged over the batches. False
+/// when a stop was requested before the last batch (the report is then not a validation).
+bool for_each_batch(ValidationPass& pass, ValidationReport& report,
+                    const std::function<void(const nn::HeadOutputs&, const data::Batch&)>& visit);
+
 /// Runs the pass; nothing when a stop was requested before it finished.
 std::optional<ValidationReport> run_validation(ValidationPass pass);
 

@@ -32,6 +32,16 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// An image's Prediction with its size and the network input's, nothing found yet.
+Prediction sized_prediction(const data::Image& image, const at::Tensor& input) {
+  Prediction p;
+  p.orig_h = image.height;
+  p.orig_w = image.width;
+  p.input_h = static_cast<int>(input.size(2));
+  p.input_w = static_cast<int>(input.size(3));
+  return p;
+}
+
 
 }  // namespace
 
@@ -137,11 +147,7 @@ std::vector<Prediction> Predictor::Impl::classify_run(const std::vector<const da
   const at::Tensor order = at::argsort(probs, 1, /*descending=*/true).slice(1, 0, 5).contiguous();
   std::vector<Prediction> preds;
   for (std::size_t i = 0; i < images.size(); ++i) {
-    Prediction p;
-    p.orig_h = images[i]->height;
-    p.orig_w = images[i]->width;
-    p.input_h = static_cast<int>(x.size(2));
-    p.input_w = static_cast<int>(x.size(3));
+    Prediction p = sized_prediction(*images[i], x);
     const at::Tensor row = probs[static_cast<std::int64_t>(i)];
     p.probs.assign(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
     const at::Tensor top = order[static_cast<std::int64_t>(i)];
@@ -191,11 +197,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   const std::array<std::int64_t, 2> input_shape{x.size(2), x.size(3)};
   std::vector<Prediction> preds;
   for (std::size_t i = 0; i < images.size(); ++i) {
-    Prediction p;
-    p.orig_h = images[i]->height;
-    p.orig_w = images[i]->width;
-    p.input_h = static_cast<int>(x.size(2));
-    p.input_w = static_cast<int>(x.size(3));
+    Prediction p = sized_prediction(*images[i], x);
     at::Tensor det = kept[i].to(at::kCPU).contiguous();
     detail::InstanceMasks masks =
         segment ? detail::instance_masks(det, proto[static_cast<std::int64_t>(i)], input_shape, {p.orig_h, p.orig_w},
