@@ -53,6 +53,11 @@ void DetectionModelImpl::build() {
       throw Error(ctx + "the head (" + layers_.back().kind->name + ") must be the last layer");
     }
     const LayerKind* kind = find_layer_kind(row.module);
+    if (kind == nullptr && (row.module == "TorchVision" || row.module == "ResNetLayer")) {
+      throw Error(ctx + row.module + " builds a torchvision (or ResNet) backbone, whose architecture and weights "
+                  "come from torchvision, which yolotrain does not have; use a YOLO backbone (yolov8n-cls.yaml, "
+                  "yolo11n-cls.yaml, yolo26n-cls.yaml)");
+    }
     if (kind == nullptr) {
       throw Error(ctx + "unknown module '" + row.module + "'; yolotrain knows " + layer_kind_names());
     }

@@ -173,11 +173,12 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
   write_archive(tmp / "bare.pt", literal_bytes("\x80\x02}X\x01\x00\x00\x00" "aK\x01s."));  // {'a': 1}
   CHECK_THAT(error_reading(tmp / "bare.pt"), Catch::Contains("without 'model' or 'ema'"));
 
-  // {'model': ClassificationModel()}
-  write_archive(tmp / "cls.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model"
-                                              "cultralytics.nn.tasks\nClassificationModel\n)\x81}bs."));
-  CHECK_THAT(error_reading(tmp / "cls.pt"), Catch::Contains("ultralytics.nn.tasks.ClassificationModel") &&
-                                                Catch::Contains("detection, segmentation and pose models"));
+  // {'model': RTDETRDetectionModel()}
+  write_archive(tmp / "rtdetr.pt", literal_bytes("\x80\x02}X\x05\x00\x00\x00model"
+                                                 "cultralytics.nn.tasks\nRTDETRDetectionModel\n)\x81}bs."));
+  CHECK_THAT(error_reading(tmp / "rtdetr.pt"),
+             Catch::Contains("ultralytics.nn.tasks.RTDETRDetectionModel") &&
+                 Catch::Contains("detection, segmentation, pose and classification models"));
 
   // {'model': DetectionModel with a child layer '0' of a class yolotrain does not have}
   write_archive(tmp / "attn.pt",

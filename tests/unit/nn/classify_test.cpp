@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "formula_weights.hpp"
+#include "test_support.hpp"
 #include "ultralytics_reference.hpp"
 #include "yolotrain/nn.hpp"
 
@@ -114,4 +115,14 @@ TEST_CASE("yolov8n-, yolo11n- and yolo26n-cls give Ultralytics 8.4's outputs on 
       CHECK(yolotrain::test::agrees(got, want));
     }
   }
+}
+
+TEST_CASE("a TorchVision or ResNetLayer backbone is refused with the reason", "[nn][classify]") {
+  yolotrain::test::TempDir tmp;
+  const fs::path yaml = tmp / "resnet-cls.yaml";
+  std::ofstream(yaml) << "nc: 10\nbackbone:\n  - [-1, 1, TorchVision, [768, convnext_tiny, DEFAULT, True, 2]]\n"
+                         "head:\n  - [-1, 1, Classify, [nc]]\n";
+  CHECK_THROWS_WITH(nn::DetectionModel(nn::DetectionModelOptions(yaml.string())),
+                    Catch::Contains("TorchVision builds a torchvision (or ResNet) backbone") &&
+                        Catch::Contains("use a YOLO backbone"));
 }
