@@ -12,17 +12,13 @@ import json, sys
 import torch
 from ultralytics.nn.tasks import ClassificationModel
 
-from ultralytics84_pose_outputs import formula, skipped  # the formula weights, one definition (this folder)
+from ultralytics84_pose_outputs import set_formula_weights  # the formula weights, one definition (this folder)
 
 
 def run(yaml):
     torch.manual_seed(0)
     m = ClassificationModel(yaml, nc=3, verbose=False)
-    sd = m.state_dict()
-    names = sorted(n for n in sd if not skipped(n))
-    with torch.no_grad():
-        for k, n in enumerate(names):
-            sd[n].copy_(formula(n, sd[n], k))
+    names = set_formula_weights(m)
     i = torch.arange(2 * 3 * 64 * 64, dtype=torch.float64)
     x = torch.sin(0.11 * i).abs().to(torch.float32).view(2, 3, 64, 64)
     x[1] = x[1] * 0.25 + 0.5 * (torch.arange(64) < 32)  # a dimmer second image, its left half lifted

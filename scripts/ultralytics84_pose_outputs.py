@@ -32,14 +32,20 @@ def skipped(name):
         "loc", "cov", "mask")
 
 
-def run(yaml):
-    torch.manual_seed(0)
-    m = PoseModel(yaml, nc=2, data_kpt_shape=(5, 3), verbose=False)
+def set_formula_weights(m):
+    """Every tensor of `m` (by sorted name, the skipped ones left) set by formula(); their names."""
     sd = m.state_dict()
     names = sorted(n for n in sd if not skipped(n))
     with torch.no_grad():
         for k, n in enumerate(names):
             sd[n].copy_(formula(n, sd[n], k))
+    return names
+
+
+def run(yaml):
+    torch.manual_seed(0)
+    m = PoseModel(yaml, nc=2, data_kpt_shape=(5, 3), verbose=False)
+    names = set_formula_weights(m)
     m.eval()
     x = torch.sin(0.11 * torch.arange(3 * 64 * 96, dtype=torch.float64)).abs().to(torch.float32).view(1, 3, 64, 96)
     with torch.no_grad():

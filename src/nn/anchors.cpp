@@ -28,6 +28,15 @@ std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& fe
   return {at::cat(points), at::cat(stride_tensor)};
 }
 
+at::Tensor dist2rbox(const at::Tensor& distance, const at::Tensor& angle, const at::Tensor& anchor_points,
+                     int64_t dim) {
+  const auto lt_rb = distance.chunk(2, dim);
+  const at::Tensor cos = angle.cos(), sin = angle.sin();
+  const auto half = ((lt_rb[1] - lt_rb[0]) / 2).chunk(2, dim);
+  const at::Tensor x = half[0] * cos - half[1] * sin, y = half[0] * sin + half[1] * cos;
+  return at::cat({at::cat({x, y}, dim) + anchor_points, lt_rb[0] + lt_rb[1]}, dim);
+}
+
 at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh,
                      int64_t dim) {
   const auto lt_rb = distance.chunk(2, dim);

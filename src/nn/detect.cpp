@@ -3,22 +3,34 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/container/sequential.h>
 
-#include <ATen/CPUGeneratorImpl.h>
-
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <string>
 
+#include "detect_branches.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::nn {
-namespace {
+namespace detail {
 
 torch::nn::Sequential branch(int64_t c_in, int64_t hidden, int64_t c_out) {
   return torch::nn::Sequential(Conv(ConvOptions(c_in, hidden, 3)), Conv(ConvOptions(hidden, hidden, 3)),
                                torch::nn::Conv2d(torch::nn::Conv2dOptions(hidden, c_out, 1)));
 }
+
+// Ultralytics builds the one-to-one branch as copy.deepcopy(cv2 / cv3): the same initial weights,
+// and no random numbers drawn. Building it draws some, so the generator is put back after.
+void copy_tensors(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  auto src = from.named_parameters(true), dst = to.named_parameters(true);
+  for (const auto& p : src) dst[p.key()].copy_(p.value());
+  auto src_b = from.named_buffers(true), dst_b = to.named_buffers(true);
+  for (const auto& b : src_b) dst_b[b.key()].copy_(b.value());
+}
+
+}  // namespace detail
+
+namespace {
 
 // Pose26's cv4: the two Convs its keypoint and scale outputs share.
 torch::nn::Sequential two_convs(int64_t c_in, int64_t hidden) {
@@ -56,31 +68,6 @@ at::Tensor run_branch(const torch::nn::Module& branch, at::Tensor y) {
   return y;
 }
 
-// Ultralytics builds the one-to-one branch as copy.deepcopy(cv2 / cv3): the same initial weights,
-// and no random numbers drawn. Building it draws some, so the generator is put back after.
-void copy_tensors(torch::nn::Module& from, torch::nn::Module& to) {
-  torch::NoGradGuard no_grad;
-  auto src = from.named_parameters(true), dst = to.named_parameters(true);
-  for (const auto& p : src) dst[p.key()].copy_(p.value());
-  auto src_b = from.named_buffers(true), dst_b = to.named_buffers(true);
-  for (const auto& b : src_b) dst_b[b.key()].copy_(b.value());
-}
-
-// Builds what `build` registers without drawing from the default generator: Ultralytics makes the
-// one-to-one branches by copy.deepcopy, which draws no random numbers.
-template <class Build>
-void without_drawing(Build build) {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  at::Tensor state;
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());  // not held while building: drawing takes it
-    state = gen.get_state();
-  }
-  build();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
-
 // Detect.get_topk_index + postprocess (8.4, not agnostic, one group): the k anchors with the best
 // class score, then the best k (anchor, class) pairs among them; Segment.postprocess gathers the
 // anchors' nm mask coefficients too, Pose.postprocess their nk keypoint values (`extra` of them).
@@ -111,9 +98,9 @@ void DetectImpl::reset() {
   auto build = [&](torch::nn::ModuleList& box, torch::nn::ModuleList& cls, const std::string& prefix) {
     box = register_module(prefix + "cv2", torch::nn::ModuleList());
     cls = register_module(prefix + "cv3", torch::nn::ModuleList());
-    for (int64_t c : o.ch()) box->push_back(branch(c, c2, 4 * o.reg_max()));
+    for (int64_t c : o.ch()) box->push_back(detail::branch(c, c2, 4 * o.reg_max()));
     for (int64_t c : o.ch()) {
-      if (o.legacy()) cls->push_back(branch(c, c3, o.nc()));
+      if (o.legacy()) cls->push_back(detail::branch(c, c3, o.nc()));
       else cls->push_back(depthwise_branch(c, c3, o.nc()));
     }
   };
@@ -121,16 +108,19 @@ void DetectImpl::reset() {
   dfl = o.reg_max() > 1 ? register_module("dfl", DFL(o.reg_max())) : nullptr;
   one2one_cv2 = one2one_cv3 = nullptr;
   if (o.end2end()) {
-    without_drawing([&] { build(one2one_cv2, one2one_cv3, "one2one_"); });
-    copy_tensors(*cv2, *one2one_cv2);
-    copy_tensors(*cv3, *one2one_cv3);
+    detail::without_drawing([&] { build(one2one_cv2, one2one_cv3, "one2one_"); });
+    detail::copy_tensors(*cv2, *one2one_cv2);
+    detail::copy_tensors(*cv3, *one2one_cv3);
   }
   proto = nullptr;
   cv4 = one2one_cv4 = cv4_kpts = cv4_sigma = one2one_cv4_kpts = one2one_cv4_sigma = nullptr;
   flow_model = nullptr;
-  if (o.nm() > 0 && keypoints()) throw Error("Detect: a head has mask coefficients or keypoints, not both");
+  if (int(o.nm() > 0) + int(keypoints()) + int(rotated()) > 1) {
+    throw Error("Detect: a head has mask coefficients, keypoints or angles, not several");
+  }
   if (o.nm() > 0) build_mask_branch();
   if (keypoints()) build_pose_branch();
+  if (rotated()) build_angle_branch();
 }
 
 // Pose.__init__ after Detect's: cv4 (Conv3x3, Conv3x3, Conv2d -> nk), one2one_cv4 = deepcopy(cv4).
@@ -151,13 +141,13 @@ void DetectImpl::build_pose_branch() {
   };
   auto pose_cv4 = [&] {
     torch::nn::ModuleList list;
-    for (int64_t c : o.ch()) list->push_back(branch(c, std::max<int64_t>(o.ch()[0] / 4, nk()), nk()));
+    for (int64_t c : o.ch()) list->push_back(detail::branch(c, std::max<int64_t>(o.ch()[0] / 4, nk()), nk()));
     return list;
   };
   build(cv4, "cv4", pose_cv4());
   if (o.end2end()) {
-    without_drawing([&] { build(one2one_cv4, "one2one_cv4", pose_cv4()); });
-    copy_tensors(*cv4, *one2one_cv4);
+    detail::without_drawing([&] { build(one2one_cv4, "one2one_cv4", pose_cv4()); });
+    detail::copy_tensors(*cv4, *one2one_cv4);
   }
   if (!o.pose26()) return;
   flow_model = register_module("flow_model", RealNVP());
@@ -171,14 +161,14 @@ void DetectImpl::build_pose_branch() {
   build(cv4_kpts, "cv4_kpts", outputs_1x1(levels, c4, nk()));
   build(cv4_sigma, "cv4_sigma", outputs_1x1(levels, c4, 2 * ks[0]));
   if (!o.end2end()) return;
-  without_drawing([&] {
+  detail::without_drawing([&] {
     build(one2one_cv4, "one2one_cv4", shared_convs());
     build(one2one_cv4_kpts, "one2one_cv4_kpts", outputs_1x1(levels, c4, nk()));
     build(one2one_cv4_sigma, "one2one_cv4_sigma", outputs_1x1(levels, c4, 2 * ks[0]));
   });
-  copy_tensors(*cv4, *one2one_cv4);
-  copy_tensors(*cv4_kpts, *one2one_cv4_kpts);
-  copy_tensors(*cv4_sigma, *one2one_cv4_sigma);
+  detail::copy_tensors(*cv4, *one2one_cv4);
+  detail::copy_tensors(*cv4_kpts, *one2one_cv4_kpts);
+  detail::copy_tensors(*cv4_sigma, *one2one_cv4_sigma);
 }
 
 // Segment.__init__ after Detect's: Proto(ch[0], npr, nm), cv4, one2one_cv4 = deepcopy(cv4);
@@ -191,12 +181,12 @@ void DetectImpl::build_mask_branch() {
   const int64_t c4 = std::max<int64_t>(o.ch()[0] / 4, o.nm());
   auto build = [&](torch::nn::ModuleList& list, const std::string& name) {
     list = register_module(name, torch::nn::ModuleList());
-    for (int64_t c : o.ch()) list->push_back(branch(c, c4, o.nm()));
+    for (int64_t c : o.ch()) list->push_back(detail::branch(c, c4, o.nm()));
   };
   build(cv4, "cv4");
   if (o.end2end()) {
-    without_drawing([&] { build(one2one_cv4, "one2one_cv4"); });
-    copy_tensors(*cv4, *one2one_cv4);
+    detail::without_drawing([&] { build(one2one_cv4, "one2one_cv4"); });
+    detail::copy_tensors(*cv4, *one2one_cv4);
   }
   if (o.proto26()) proto = replace_module("proto", Proto(proto_options.nc(o.nc()).multi_scale(true)));
 }
@@ -251,6 +241,7 @@ HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
   HeadOutputs out;
   out.one2many = forward(xs);
   if (keypoints()) pose_outputs(false, xs, out.keypoints, out.keypoint_sigma);
+  if (rotated()) out.angle = angle_outputs(false, xs);
   if (segments()) {
     out.mask_coefficients = per_anchor(cv4, xs, options.nm());
     ProtoOutputs p = proto->forward(xs);
@@ -265,10 +256,11 @@ HeadOutputs DetectImpl::forward_heads(const std::vector<at::Tensor>& xs) {
   out.one2one = run(one2one_cv2, one2one_cv3, in);
   if (segments()) out.one2one_mask_coefficients = per_anchor(one2one_cv4, in, options.nm());
   if (keypoints()) pose_outputs(true, in, out.one2one_keypoints, out.one2one_keypoint_sigma);
+  if (rotated()) out.one2one_angle = angle_outputs(true, in);
   return out;
 }
 
-at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw, bool xyxy) {
+DetectImpl::RawParts DetectImpl::split_raw(const std::vector<at::Tensor>& raw) {
   if (stride.size() != raw.size()) {
     throw Error("Detect::decode: strides are not set for " + std::to_string(raw.size()) +
                 " levels; build the head through DetectionModel (its probe forward sets them)");
@@ -276,12 +268,15 @@ at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw, bool xyxy) {
   const int64_t b = raw[0].size(0);
   std::vector<at::Tensor> flat;
   for (const auto& x : raw) flat.push_back(x.view({b, no(), -1}));
-  const at::Tensor x_cat = at::cat(flat, 2);
   auto [anchors, strides] = make_anchors(raw, stride, 0.5);
-  const auto parts = x_cat.split_with_sizes({4 * options.reg_max(), options.nc()}, 1);
-  const at::Tensor dist = dfl ? dfl->forward(parts[0]) : parts[0];
-  const at::Tensor dbox = dist2bbox(dist, anchors.t().unsqueeze(0), !xyxy, 1) * strides.t();
-  return at::cat({dbox, parts[1].sigmoid()}, 1);
+  const auto parts = at::cat(flat, 2).split_with_sizes({4 * options.reg_max(), options.nc()}, 1);
+  return {dfl ? dfl->forward(parts[0]) : parts[0], parts[1], anchors.t().unsqueeze(0), strides.t()};
+}
+
+at::Tensor DetectImpl::decode(const std::vector<at::Tensor>& raw, bool xyxy) {
+  const RawParts p = split_raw(raw);
+  const at::Tensor dbox = dist2bbox(p.distances, p.anchors, !xyxy, 1) * p.strides;
+  return at::cat({dbox, p.scores.sigmoid()}, 1);
 }
 
 at::Tensor DetectImpl::decode_keypoints(const at::Tensor& keypoints, const std::vector<at::Tensor>& raw) const {
@@ -299,6 +294,13 @@ at::Tensor DetectImpl::decode_keypoints(const at::Tensor& keypoints, const std::
 }
 
 at::Tensor DetectImpl::inference(const HeadOutputs& heads) {
+  if (rotated()) {  // OBB._inference: rotated boxes, scores, the angle; OBB.postprocess: its top-k
+    const bool e2e = end2end();
+    const at::Tensor& angle = e2e ? heads.one2one_angle : heads.angle;
+    if (!angle.defined()) throw Error("OBB::inference: the angles are missing");
+    const at::Tensor all = at::cat({decode_rotated(e2e ? heads.one2one : heads.one2many, angle), angle}, 1);
+    return e2e ? top_k_detections(all.permute({0, 2, 1}), options.nc(), options.ne(), options.max_det()) : all;
+  }
   // Segment._inference appends the mask coefficients, Pose._inference the decoded keypoints.
   const auto with_extra = [&](at::Tensor decoded, const at::Tensor& coefficients, const at::Tensor& kpts,
                               const std::vector<at::Tensor>& raw) {

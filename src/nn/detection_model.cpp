@@ -79,7 +79,7 @@ void DetectionModelImpl::build() {
   }
   if (layers_.empty() || !layers_.back().kind->rules.head) {
     throw Error("model YAML " + def.path.string() +
-                ": the last row of 'head' must be a Detect, Segment, Pose or Classify layer");
+                ": the last row of 'head' must be a Detect, Segment, Pose, OBB or Classify layer");
   }
   nc_ = classifier() ? classifier()->options.c2() : head()->options.nc();
   for (const auto& m : modules(/*include_self=*/false)) {

@@ -11,7 +11,8 @@ const std::vector<LayerKind>& layer_kinds() {
       detail::conv_kind(),     detail::dwconv_kind(),   detail::c2f_kind(),     detail::c3k2_kind(),
       detail::bottleneck_kind(), detail::sppf_kind(),   detail::c2psa_kind(),   detail::upsample_kind(),
       detail::concat_kind(),   detail::detect_kind(),   detail::segment_kind(), detail::segment26_kind(),
-      detail::pose_kind(),     detail::pose26_kind(),   detail::classify_kind()};
+      detail::pose_kind(),     detail::pose26_kind(),   detail::obb_kind(),
+      detail::obb26_kind(),    detail::classify_kind()};
   return kinds;
 }
 

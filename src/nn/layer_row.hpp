@@ -75,6 +75,8 @@ LayerKind segment_kind();
 LayerKind segment26_kind();
 LayerKind pose_kind();
 LayerKind pose26_kind();
+LayerKind obb_kind();
+LayerKind obb26_kind();
 LayerKind classify_kind();
 
 /// A Detect row's options (also the start of a Segment row's).

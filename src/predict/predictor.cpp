@@ -80,6 +80,10 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
   m.segment = m.net->task() == "segment";
   m.classify = m.net->task() == "classify";
+  if (m.net->task() == "obb") {
+    throw Error(weights.string() + " is an OBB (oriented boxes) model; yolotrain cannot predict with those yet "
+                "(no rotated NMS)");
+  }
   if (!m.classify) m.kpt_shape = m.net->head()->options.kpt_shape();
   if (!options.end2end && !m.classify) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());

@@ -18,6 +18,12 @@ std::pair<at::Tensor, at::Tensor> make_anchors(const std::vector<at::Tensor>& fe
                                                double grid_cell_offset = 0.5);
 
 /// Distances (l, t, r, b) along `dim` from `anchor_points` to boxes: xywh or xyxy.
+/// Ultralytics' dist2rbox: distances (left, top, right, bottom along the box's own axes) and the
+/// box's angle (radians) around each anchor to a rotated box (centre x, centre y, width, height),
+/// along `dim`: the centre is the anchor plus the rotated half-difference of the distances.
+at::Tensor dist2rbox(const at::Tensor& distance, const at::Tensor& angle, const at::Tensor& anchor_points,
+                     int64_t dim = -1);
+
 at::Tensor dist2bbox(const at::Tensor& distance, const at::Tensor& anchor_points, bool xywh = true,
                      int64_t dim = -1);
 

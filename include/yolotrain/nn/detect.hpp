@@ -47,6 +47,11 @@ struct DetectOptions {
   /// YOLO26-pose's Pose26: `cv4` is two Convs shared by `cv4_kpts` (-> n * dims) and `cv4_sigma`
   /// (-> 2n, each keypoint's x and y scale, trained through the RLE loss's `flow_model`).
   TORCH_ARG(bool, pose26) = false;
+  /// Angle values per anchor: 0 except for Ultralytics' OBB (1: a branch `cv4` of Conv3x3, Conv3x3,
+  /// Conv2d 1x1 -> ne; the box is then rotated by that angle, dist2rbox).
+  TORCH_ARG(int64_t, ne) = 0;
+  /// YOLO26-obb's OBB26: the angle is the branch's raw output (OBB: (sigmoid - 0.25) * pi).
+  TORCH_ARG(bool, obb26) = false;
 };
 
 /// The raw outputs of both branches, per level [B, 4*reg_max + nc, H_i, W_i]; `one2one` is empty
@@ -67,6 +72,10 @@ struct HeadOutputs {
   at::Tensor one2one_keypoints;
   at::Tensor keypoint_sigma;
   at::Tensor one2one_keypoint_sigma;
+  /// An OBB head's angles in radians [B, ne, A] per branch (OBB: (sigmoid - 0.25) * pi, in
+  /// [-pi/4, 3pi/4); OBB26: raw).
+  at::Tensor angle;
+  at::Tensor one2one_angle;
   /// A classification model's class logits [B, nc] (Classify's output in training); nothing else
   /// is set then.
   at::Tensor logits;
@@ -101,7 +110,8 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   /// one-to-many branch, [B, 4+nc, A], for NMS. A segmentation head appends the nm mask
   /// coefficients: [B, k, 6+nm] and [B, 4+nc+nm, A] (Segment._inference / postprocess); a pose head
   /// its decoded keypoints (pixels, sigmoid visibility): [B, k, 6+n*dims] and [B, 4+nc+n*dims, A]
-  /// (Pose._inference, kpts_decode / postprocess).
+  /// (Pose._inference, kpts_decode / postprocess); an OBB head gives rotated boxes (centre, size) and
+  /// appends the angle: [B, k, 7] and [B, 4+nc+1, A] (OBB._inference / postprocess).
   at::Tensor inference(const HeadOutputs& heads);
 
   /// Ultralytics' bias_init() on every branch: box biases `box_bias`, class biases
@@ -120,8 +130,14 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   bool segments() const { return options.nm() > 0; }
   /// True for a pose head (kpt_shape set).
   bool keypoints() const { return !options.kpt_shape().empty(); }
+  /// True for an oriented-box head (Ultralytics' OBB: ne > 0).
+  bool rotated() const { return options.ne() > 0; }
   /// Keypoint values per anchor, n * dims (0 without keypoints).
   int64_t nk() const { return keypoints() ? options.kpt_shape()[0] * options.kpt_shape()[1] : 0; }
+
+  /// OBB's decode: raw outputs and their angles [B, ne, A] to [B, 4 + nc, A], rotated boxes (centre
+  /// x, centre y, width, height in pixels; dist2rbox of the DFL distances) and sigmoid class scores.
+  at::Tensor decode_rotated(const std::vector<at::Tensor>& raw, const at::Tensor& angle);
 
   /// Pose.kpts_decode / Pose26.kpts_decode: raw keypoints [B, n*dims, A] to pixels over the anchors
   /// of `raw` (the levels they came with); visibility through a sigmoid.
@@ -147,8 +163,17 @@ class DetectImpl : public torch::nn::Cloneable<DetectImpl> {
   torch::nn::ModuleList one2one_cv4_sigma{nullptr};
 
  private:
+  /// The raw outputs' parts over all anchors: the box distances (through the DFL when reg_max > 1)
+  /// [B, 4, A], the class logits [B, nc, A], the anchor points [1, 2, A] and strides [1, A].
+  struct RawParts {
+    at::Tensor distances, scores, anchors, strides;
+  };
+  RawParts split_raw(const std::vector<at::Tensor>& raw);
   void build_mask_branch();
   void build_pose_branch();
+  void build_angle_branch();
+  /// One branch's angles (OBB's transform applied; OBB26's raw).
+  at::Tensor angle_outputs(bool one2one, const std::vector<at::Tensor>& xs);
   /// A branch list's per-level outputs, viewed [B, channels, H*W] and joined over the levels (a
   /// mask-coefficient or keypoint branch).
   at::Tensor per_anchor(const torch::nn::ModuleList& branch, const std::vector<at::Tensor>& xs, int64_t channels);

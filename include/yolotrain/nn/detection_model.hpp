@@ -84,10 +84,10 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   /// Number of classes.
   int64_t nc() const { return nc_; }
   /// Ultralytics' task name, from the head: "classify" (a Classify head), "segment" (a Segment
-  /// head), "pose" (a Pose head) or "detect".
+  /// head), "pose" (a Pose head), "obb" (an OBB head) or "detect".
   std::string task() const {
     if (classifier()) return "classify";
-    return head()->segments() ? "segment" : head()->keypoints() ? "pose" : "detect";
+    return head()->segments() ? "segment" : head()->keypoints() ? "pose" : head()->rotated() ? "obb" : "detect";
   }
   /// Class names (from the options, else "0" ... "nc-1").
   std::vector<std::string> names() const;

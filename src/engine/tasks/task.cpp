@@ -53,6 +53,11 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
 }
 
 void require_task_labels(const std::string& task, const data::DataConfig& data, const std::string& data_arg) {
+  if (task == "obb") {  // issue 55: the models are built and read; the rest of the task is not there yet
+    throw ConfigError("the model is an OBB (oriented boxes) model: yolotrain builds YOLOv8-, YOLO11- and "
+                      "YOLO26-obb but cannot train or validate them yet (no rotated labels, loss or metrics); "
+                      "use a detection, segmentation, pose or classification model");
+  }
   if (task == "classify" && !data.classify) {
     throw ConfigError("data=" + data_arg + " is a data.yaml of labelled boxes, but the model is a classification "
                       "model, which trains on a folder of class folders (train/<class>/*.jpg, val/<class>/*.jpg; "

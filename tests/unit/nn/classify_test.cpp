@@ -23,6 +23,7 @@
 namespace nn = yolotrain::nn;
 namespace fs = std::filesystem;
 using yolotrain::test::count_parameters;
+using yolotrain::test::from_json;
 
 // ClassificationModel(yaml) of 8.4.117 at the YAMLs' nc 1000 (sum of numel() over parameters()).
 TEST_CASE("the -cls models of every scale have Ultralytics 8.4's parameter counts", "[nn][classify]") {
@@ -75,15 +76,6 @@ TEST_CASE("a classification model has Ultralytics' names, torch's BatchNorm sett
   CHECK(probs.sum(1).sub(1).abs().max().item<double>() < 1e-5);
 }
 
-namespace {
-
-at::Tensor from_json(const nlohmann::json& j) {
-  const std::vector<float> values = j["values"].get<std::vector<float>>();
-  const std::vector<int64_t> shape = j["shape"].get<std::vector<int64_t>>();
-  return at::tensor(values).view(shape);
-}
-
-}  // namespace
 
 // Ultralytics' own ClassificationModel (8.4.117, run here by scripts/ultralytics84_cls_outputs.py)
 // and yolotrain's, both with the formula weights and nc 3: eval mode's probabilities and logits, and

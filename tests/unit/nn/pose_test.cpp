@@ -25,7 +25,9 @@
 
 namespace nn = yolotrain::nn;
 namespace fs = std::filesystem;
+using yolotrain::test::canonical_rows;
 using yolotrain::test::count_parameters;
+using yolotrain::test::from_json;
 
 // PoseModel(yaml) of 8.4.117 at each YAML's own nc (v8: 1, 11 and 26: 80): sum of numel() over
 // parameters(), and the leaves of named_modules() (what its summary counts as layers).
@@ -132,30 +134,6 @@ TEST_CASE("a pose YAML without kpt_shape is refused naming what to give, a bad k
                     Catch::Contains("kpt_shape must be [keypoints, 2 or 3] (x y, or x y visible), got [4, 4]"));
 }
 
-namespace {
-
-// An end-to-end output's rows [1, k, 6 + nk] in an order that near-equal scores cannot swap: by
-// the score to 1e-3, then x1, then y1. (The formula weights give many anchors scores within float
-// rounding of each other, whose top-k order is then rounding's.)
-at::Tensor canonical_rows(const at::Tensor& t) {
-  const at::Tensor rows = t[0];
-  std::vector<int64_t> order(static_cast<size_t>(rows.size(0)));
-  std::iota(order.begin(), order.end(), 0);
-  auto key = [&](int64_t i) {
-    return std::make_tuple(-std::round(rows[i][4].item<double>() * 1000), rows[i][0].item<float>(),
-                           rows[i][1].item<float>());
-  };
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(a) < key(b); });
-  return rows.index_select(0, at::tensor(order)).unsqueeze(0);
-}
-
-at::Tensor from_json(const nlohmann::json& j) {
-  const std::vector<float> values = j["values"].get<std::vector<float>>();
-  const std::vector<int64_t> shape = j["shape"].get<std::vector<int64_t>>();
-  return at::tensor(values).view(shape);
-}
-
-}  // namespace
 
 // Ultralytics' own PoseModel (8.4.117, run here by scripts/ultralytics84_pose_outputs.py) and
 // yolotrain's, both with the formula weights and a dataset's nc 2 / kpt_shape [5, 3]: the decoded

@@ -2,7 +2,7 @@
 
 // What the nn tests share: scripts/ultralytics_reference.py run over a .pt (Ultralytics' own
 // forward, transcribed, over the modules pickled in it), the tolerance its outputs are compared
-// with, and a parameter count.
+// with, a parameter count, and the reference scripts' tensors (from_json, canonical_rows).
 #include <ATen/ATen.h>
 
 #include "test_support.hpp"
@@ -10,9 +10,15 @@
 
 #include "catch.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -59,5 +65,28 @@ inline bool agrees(const at::Tensor& a, const at::Tensor& ref) {
   const double floor = 1e-4 * ref.abs().max().item<double>();
   return ((a - ref).abs() <= ref.abs() * 1e-4 + floor).all().item<bool>();
 }
+
+// An end-to-end output's rows [1, k, 6 + extra] in an order that near-equal scores cannot swap: by
+// the score to 1e-3, then x1, then y1. (The formula weights give many anchors scores within float
+// rounding of each other, whose top-k order is then rounding's.)
+inline at::Tensor canonical_rows(const at::Tensor& t) {
+  const at::Tensor rows = t[0];
+  std::vector<int64_t> order(static_cast<size_t>(rows.size(0)));
+  std::iota(order.begin(), order.end(), 0);
+  auto key = [&](int64_t i) {
+    return std::make_tuple(-std::round(rows[i][4].item<double>() * 1000), rows[i][0].item<float>(),
+                           rows[i][1].item<float>());
+  };
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(a) < key(b); });
+  return rows.index_select(0, at::tensor(order)).unsqueeze(0);
+}
+
+/// A tensor as the reference scripts write it: {"shape": [...], "values": [...]}.
+inline at::Tensor from_json(const nlohmann::json& j) {
+  const std::vector<float> values = j["values"].get<std::vector<float>>();
+  const std::vector<int64_t> shape = j["shape"].get<std::vector<int64_t>>();
+  return at::tensor(values).view(shape);
+}
+
 
 }  // namespace yolotrain::test
