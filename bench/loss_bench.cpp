@@ -1,5 +1,6 @@
 // Prints the cost of the v8 loss (forward + backward, yolov8n-shaped outputs at 640 px, batch 16,
-// nc 80) for 0, 10 and 100 boxes per image, and of NMS for 300 and 30,000 candidates.
+// nc 80) for 0, 10 and 100 boxes per image, of NMS for 300 and 30,000 candidates, and of the rotated
+// NMS (OBB) for 1,000 and 3,000.
 // Figures only; nothing here asserts a time. Run: build/bench/loss_bench [threads] [TRACE.json]
 // With a trace file, one more forward + backward per box count is recorded there by libtorch's
 // profiler (chrome://tracing format: where the loss spends its time, operator by operator).
@@ -100,6 +101,23 @@ void bench_nms(int64_t n) {
               static_cast<long long>(n), median(ms), static_cast<long long>(kept));
 }
 
+// Ultralytics' rotated NMS (fast NMS over ProbIoU) of `n` oriented boxes of one image.
+void bench_nms_rotated(int64_t n) {
+  const at::Tensor boxes = at::cat({at::rand({n, 2}) * 640, at::rand({n, 2}) * 120 + 8,
+                                    (at::rand({n, 1}) - 0.25) * 3.14159265},
+                                   1);
+  const at::Tensor scores = at::rand({n});
+  std::vector<double> ms;
+  int64_t kept = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = Clock::now();
+    kept = ym::nms_rotated(boxes, scores, 0.7).size(0);
+    if (i > 0) ms.push_back(ms_since(t0));
+  }
+  std::printf("rotated nms %6lld candidates (iou 0.7): %8.2f ms (median of 3), %lld kept\n",
+              static_cast<long long>(n), median(ms), static_cast<long long>(kept));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,5 +128,6 @@ int main(int argc, char** argv) {
   const char* trace = argc > 2 ? argv[2] : nullptr;
   for (int64_t per_image : {0, 10, 100}) bench_loss(per_image, trace);
   for (int64_t n : {300, 30000}) bench_nms(n);
+  for (int64_t n : {1000, 3000}) bench_nms_rotated(n);
   return 0;
 }

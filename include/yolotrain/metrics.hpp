@@ -9,4 +9,5 @@
 #include "yolotrain/metrics/confusion_matrix.hpp"
 #include "yolotrain/metrics/det_metrics.hpp"
 #include "yolotrain/metrics/nms.hpp"
+#include "yolotrain/metrics/obb.hpp"
 #include "yolotrain/metrics/validator.hpp"

@@ -83,19 +83,22 @@ class ProgressPrinter {
       std::make_shared<std::chrono::steady_clock::time_point>();
 };
 
-// "epoch 3/20: P 0.512 R 0.430 mAP50 0.470 mAP50-95 0.301 (losses 1.21 2.03 1.15)", the mask
-// figures after the box ones when the task has them.
+// "epoch 3/20: P 0.512 R 0.430 mAP50 0.470 mAP50-95 0.301 (losses 1.21 2.03 1.15)", the mask or pose
+// figures after the box ones when the task has them; a classification's "top1 0.953 top5 1.000".
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
   char buf[160];
   std::snprintf(buf, sizeof(buf), "epoch %lld/%lld:", static_cast<long long>(m.epoch), static_cast<long long>(epochs));
   std::string line = buf, losses;
-  for (const char* kind : {"B", "M"}) {
+  for (const auto& [kind, title] : {std::pair{"B", ""}, {"M", " mask"}, {"P", " pose"}}) {
     const std::string s = std::string("(") + kind + ")";
     const auto p = m.get("metrics/precision" + s), r = m.get("metrics/recall" + s), map50 = m.get("metrics/mAP50" + s),
                map = m.get("metrics/mAP50-95" + s);
     if (!p || !r || !map50 || !map) continue;
-    std::snprintf(buf, sizeof(buf), "%s P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f", *kind == 'M' ? " mask" : "", *p, *r,
-                  *map50, *map);
+    std::snprintf(buf, sizeof(buf), "%s P %.3f R %.3f mAP50 %.3f mAP50-95 %.3f", title, *p, *r, *map50, *map);
+    line += buf;
+  }
+  if (const auto top1 = m.get("metrics/accuracy_top1"), top5 = m.get("metrics/accuracy_top5"); top1 && top5) {
+    std::snprintf(buf, sizeof(buf), " top1 %.3f top5 %.3f", *top1, *top5);
     line += buf;
   }
   for (const auto& [name, value] : m.named()) {

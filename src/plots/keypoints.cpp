@@ -31,7 +31,7 @@ constexpr std::array<int, 19> kLimbColor = {9, 9, 9, 9, 7, 7, 7, 0, 0, 0, 0, 0, 
 constexpr std::array<int, 17> kKptColor = {16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 9, 9, 9, 9, 9, 9};
 
 // The image is BGR; Ultralytics' plot_images draws RGB colours on an RGB mosaic: the same pixels.
-cv::Scalar bgr(const std::array<std::uint8_t, 3>& rgb) { return cv::Scalar(rgb[2], rgb[1], rgb[0]); }
+cv::Scalar rgb_scalar(const std::array<std::uint8_t, 3>& rgb) { return cv::Scalar(rgb[2], rgb[1], rgb[0]); }
 
 }  // namespace
 
@@ -50,7 +50,7 @@ void draw_keypoints(data::Image& image, const at::Tensor& keypoints, int radius,
   };
   for (int i = 0; i < n; ++i) {
     if (!shown(i)) continue;
-    const cv::Scalar colour = coco ? bgr(kPosePalette[kKptColor[i]]) : [&] {
+    const cv::Scalar colour = coco ? rgb_scalar(kPosePalette[kKptColor[i]]) : [&] {
       const auto c = class_color(i);
       return cv::Scalar(c[0], c[1], c[2]);
     }();
@@ -64,7 +64,7 @@ void draw_keypoints(data::Image& image, const at::Tensor& keypoints, int radius,
     const cv::Point pa(static_cast<int>(p[a * dims]), static_cast<int>(p[a * dims + 1]));
     const cv::Point pb(static_cast<int>(p[b * dims]), static_cast<int>(p[b * dims + 1]));
     if (std::min({pa.x, pa.y, pb.x, pb.y}) < 0) continue;
-    cv::line(im, pa, pb, bgr(kPosePalette[kLimbColor[l]]), static_cast<int>(std::ceil(line_width / 2.0)),
+    cv::line(im, pa, pb, rgb_scalar(kPosePalette[kLimbColor[l]]), static_cast<int>(std::ceil(line_width / 2.0)),
              cv::LINE_AA);
   }
 }

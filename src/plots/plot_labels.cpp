@@ -16,7 +16,7 @@ constexpr int kTile = 800, kBins = 50;
 constexpr double kScale = 1.6;  // draw_ticks' text scale: ticks ~ matplotlib's 10 pt at 200 dpi
 const cv::Scalar kLight(246, 240, 236), kDark(180, 119, 31);  // seaborn's "light:C0" ends (B, G, R)
 
-cv::Scalar bgr(const std::array<std::uint8_t, 3>& c) { return cv::Scalar(c[0], c[1], c[2]); }
+cv::Scalar bgr_scalar(const std::array<std::uint8_t, 3>& c) { return cv::Scalar(c[0], c[1], c[2]); }
 
 cv::Rect plot_area(int tile_x, int tile_y, int bottom = 130) {
   return cv::Rect(tile_x + 130, tile_y + 30, kTile - 160, kTile - 30 - bottom);
@@ -48,7 +48,7 @@ void class_histogram(cv::Mat& m, const std::vector<data::Box>& boxes, const std:
   for (int i = 0; i < nc; ++i) {
     const cv::Point2d lo = a.at(i - 0.4, 0), hi = a.at(i + 0.4, count[static_cast<std::size_t>(i)]);
     cv::rectangle(m, cv::Point(cvRound(lo.x), cvRound(hi.y)), cv::Point(cvRound(hi.x), cvRound(lo.y)),
-                  bgr(class_color(i)), cv::FILLED);
+                  bgr_scalar(class_color(i)), cv::FILLED);
   }
   for (int i = 0; named && i < static_cast<int>(names.size()); ++i) {
     const int x = cvRound(a.at(i, 0).x);
@@ -66,7 +66,7 @@ void centred_boxes(cv::Mat& m, const std::vector<data::Box>& boxes) {
     const auto& b = boxes[i];
     const cv::Point p1(cvRound(500 - b.w * 500), cvRound(500 - b.h * 500)),
         p2(cvRound(500 + b.w * 500), cvRound(500 + b.h * 500));
-    cv::rectangle(square, p1, p2, bgr(class_color(b.cls)), 1);
+    cv::rectangle(square, p1, p2, bgr_scalar(class_color(b.cls)), 1);
   }
   const int side = kTile - 100;
   cv::Mat shown;

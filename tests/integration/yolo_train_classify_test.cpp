@@ -38,6 +38,7 @@ TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch the
   REQUIRE(straight.code == 0);
   CHECK_THAT(straight.output, Catch::Contains("Epoch    GPU_mem       loss  Instances       Size"));
   CHECK_THAT(straight.output, Catch::Contains("classes   top1_acc   top5_acc"));
+  CHECK_THAT(straight.output, Catch::Contains("epoch 2/2: top1 ") && Catch::Contains(" top5 1.000 (losses "));
   const fs::path run = tmp / "straight" / "run";
   CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"classify\""));
   const yt::Csv csv = yt::read_results(run / "results.csv");
