@@ -45,6 +45,7 @@ fs::path data_yaml(const TrainConfig& cfg) {
 void merge_classes(data::Dataset& set) {
   for (auto& r : set.records) {
     for (auto& b : r.boxes) b.cls = 0;
+    if (r.category > 0) r.category = 0;  // a classification image: Ultralytics' single_cls samples (f, 0)
   }
   set.names = {"item"};
 }

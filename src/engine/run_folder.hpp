@@ -26,7 +26,7 @@ std::filesystem::path make_run_dir(const std::filesystem::path& project, const s
 /// classification variant's folder, project/.shapes-cls (a classification dataset is a folder).
 std::filesystem::path data_yaml(const TrainConfig& cfg);
 
-/// single_cls: every label becomes class 0, named "item".
+/// single_cls: every label (and a classification image's class) becomes class 0, named "item".
 void merge_classes(data::Dataset& set);
 
 

@@ -116,10 +116,13 @@ TEST_CASE("a classification model on box labels, a detection model on class fold
   CHECK_THAT(policy.output, Catch::Contains("auto_augment=randaugment: yolotrain has no randaugment"));
 }
 
-TEST_CASE("task=classify trains the classification defaults", "[integration][classify]") {
+TEST_CASE("task=classify trains the classification defaults, single_cls too", "[integration][classify]") {
   yt::TempDir tmp;
-  const yt::Finished f = yt::run_to_end(cls_args(tmp.path(), {"task=classify", "epochs=1", "imgsz=32"}), tmp / "o.txt");
+  const yt::Finished f = yt::run_to_end(
+      cls_args(tmp.path(), {"task=classify", "epochs=1", "imgsz=32", "single_cls=true"}), tmp / "o.txt");
   INFO(f.output);
   CHECK(f.code == 0);
   CHECK_THAT(yt::slurp(tmp / "run" / "args.yaml"), Catch::Contains("model: \"yolov8n-cls.yaml\""));
+  const yt::Csv csv = yt::read_results(tmp / "run" / "results.csv");
+  CHECK(csv.at(0, "metrics/accuracy_top1") == 1);  // one class: every image right
 }
