@@ -1,6 +1,7 @@
 #include "yolotrain/metrics/obb.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <cmath>
 
@@ -57,7 +58,7 @@ at::Tensor probiou(const at::Tensor& obb1, const at::Tensor& obb2, bool ciou, do
   const at::Tensor v = (4 / (M_PI * M_PI)) * ((w2 / h2).atan() - (w1 / h1).atan()).pow(2);
   at::Tensor alpha;
   {
-    at::NoGradGuard no_grad;
+    c10::AutoGradMode no_grad(false);  // torch.no_grad(), as Ultralytics computes alpha
     alpha = v / (v - iou + (1 + eps));
   }
   return iou - v * alpha;
