@@ -1,7 +1,8 @@
 #include "yolotrain/data/class_folders.hpp"
 
+#include "scan_threads.hpp"
+
 #include <algorithm>
-#include <thread>
 
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/error.hpp"
@@ -26,27 +27,6 @@ fs::path validation_split(const fs::path& root) {
     if (fs::is_directory(root / name)) return root / name;
   }
   return {};
-}
-
-// Checks every image's header on a few threads (Ultralytics' verify_images), in place.
-void verify_all(std::vector<ImageRecord>& records, std::vector<std::string>& problems, int threads) {
-  problems.assign(records.size(), "");
-  const auto n = static_cast<int>(records.size());
-  threads = std::max(1, std::min(threads, n));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      for (int i = t; i < n; i += threads) {
-        try {
-          const ImageInfo info = verify_image(records[i].image);
-          records[i].height = info.height, records[i].width = info.width, records[i].orientation = info.orientation;
-        } catch (const std::exception& e) {
-          problems[i] = e.what();
-        }
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
 }
 
 }  // namespace
@@ -77,6 +57,11 @@ DataConfig load_class_folders(const fs::path& root) {
   return c;
 }
 
+DataConfig load_dataset_config(const fs::path& data) {
+  std::error_code ec;
+  return fs::is_directory(data, ec) ? load_class_folders(data) : load_data_yaml(data);
+}
+
 Dataset load_class_split(const DataConfig& config, const std::string& split, const ScanOptions& options) {
   const auto it = config.splits.find(split);
   if (it == config.splits.end()) throw Error(config.root.string() + ": no '" + split + "' folder");
@@ -103,10 +88,17 @@ Dataset load_class_split(const DataConfig& config, const std::string& split, con
   if (ds.records.empty()) throw Error(dir.string() + ": no images in its class folders (jpg jpeg png ...)");
   std::stable_sort(ds.records.begin(), ds.records.end(),
                    [](const ImageRecord& a, const ImageRecord& b) { return a.category < b.category; });
-  std::vector<std::string> problems;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::min(8u, cores));
-  verify_all(ds.records, problems, threads);
+  std::vector<std::string> problems(ds.records.size());  // Ultralytics' verify_images, a header each
+  detail::parallel_for(ds.records.size(), options.threads > 0 ? options.threads : detail::default_threads(),
+                       [&](std::size_t i) {
+                         try {
+                           const ImageInfo info = verify_image(ds.records[i].image);
+                           ds.records[i].height = info.height, ds.records[i].width = info.width;
+                           ds.records[i].orientation = info.orientation;
+                         } catch (const std::exception& e) {
+                           problems[i] = e.what();
+                         }
+                       });
   std::vector<ImageRecord> usable;
   ds.report.images_per_class.assign(ds.names.size(), 0);
   for (std::size_t i = 0; i < ds.records.size(); ++i) {

@@ -10,6 +10,7 @@
 
 #include "box_check.hpp"
 #include "labels_cache.hpp"
+#include "scan_threads.hpp"
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/class_folders.hpp"
 #include "yolotrain/data/image.hpp"
@@ -70,23 +71,6 @@ struct LabelRules {
   float tol = 0.01f;
   std::optional<std::array<int, 2>> kpt_shape;
 };
-
-/// Runs fn(i) for i in [0, n) on `threads` threads (lifecycle signals blocked in each).
-template <class Fn>
-void parallel_for(std::size_t n, int threads, Fn fn) {
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(n)));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      lifecycle::block_lifecycle_signals_in_this_thread();
-      for (std::size_t i = t; i < n; i += threads) fn(i);
-    });
-  for (auto& th : pool) th.join();
-}
-
-int default_threads() {
-  return static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-}
 
 bool parse_number(const std::string& s, double& v) {
   char* end = nullptr;
@@ -221,7 +205,7 @@ FileResult validate(const fs::path& image, const LabelRules& rules) {
 std::vector<FileResult> validate_all(const std::vector<fs::path>& images, int nc, const ScanOptions& opt) {
   std::vector<FileResult> out(images.size());
   const LabelRules rules{nc, opt.clip_tolerance, opt.kpt_shape};
-  parallel_for(images.size(), opt.threads > 0 ? opt.threads : default_threads(),
+  detail::parallel_for(images.size(), opt.threads > 0 ? opt.threads : detail::default_threads(),
                [&](std::size_t i) { out[i] = validate(images[i], rules); });
   return out;
 }
@@ -294,7 +278,7 @@ fs::path default_labels_cache_path(const std::vector<fs::path>& images) {
 std::string scan_cache_key(const std::vector<fs::path>& images, int nc, float clip_tolerance,
                            std::optional<std::array<int, 2>> kpt_shape) {
   std::vector<std::string> stamps(images.size());
-  parallel_for(images.size(), default_threads(),
+  detail::parallel_for(images.size(), detail::default_threads(),
                [&](std::size_t i) { stamps[i] = stamp(images[i]) + stamp(label_path_for(images[i])); });
   lifecycle::Sha256 hash;
   const std::string pose = kpt_shape ? std::to_string((*kpt_shape)[0]) + "x" + std::to_string((*kpt_shape)[1]) : "-";

@@ -45,8 +45,8 @@ void Trainer::Run::load_data_yaml() {
     throw ConfigError("data=" + cfg.data + ": no such file or folder; give a data.yaml (or data=shapes), or for "
                       "classification a folder of class folders (or data=shapes-cls)");
   }
-  try {  // a folder is a classification dataset (Ultralytics' check_cls_dataset), a file a data.yaml
-    data.config = fs::is_directory(yaml) ? data::load_class_folders(yaml) : data::load_data_yaml(yaml);
+  try {
+    data.config = data::load_dataset_config(yaml);
     data.train = data::load_split(data.config, "train");
     data.val = data::load_split(data.config, data.config.has("val") ? "val" : "train");
   } catch (const ConfigError&) {

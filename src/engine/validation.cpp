@@ -342,8 +342,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
     throw ConfigError("data=" + cfg.data + ": no such file or folder; give the dataset's data.yaml (a "
                       "classification dataset: its folder of class folders)");
   }
-  const data::DataConfig data_config =
-      fs::is_directory(yaml) ? data::load_class_folders(yaml) : data::load_data_yaml(yaml);
+  const data::DataConfig data_config = data::load_dataset_config(yaml);
   data::Dataset set = data::load_split(data_config, data_config.has("val") ? "val" : "train");
   const std::int64_t nc = weights.nc;
   if (cfg.single_cls) merge_classes(set);

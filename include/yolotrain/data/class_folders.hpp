@@ -18,6 +18,10 @@ bool is_class_folders(const std::filesystem::path& path);
 /// yolotrain::Error naming what is missing: no such folder, no train folder, no class folder.
 DataConfig load_class_folders(const std::filesystem::path& root);
 
+/// A dataset's config from `data`: a folder is a classification dataset (load_class_folders), a
+/// file a data.yaml (load_data_yaml), as Ultralytics tells its classify datasets from the others.
+DataConfig load_dataset_config(const std::filesystem::path& data);
+
 /// The images of `split` ("train", "val", "test") of a classification dataset, sorted by class then
 /// path, each with its class (ImageRecord::category). Images are checked as for detection (header,
 /// size, EXIF); bad ones are skipped, one Problem each. An image outside any class folder, or a
