@@ -1,6 +1,6 @@
 // yolo_dataset: check a YOLO dataset before a long run, or write the synthetic shapes dataset.
 //   yolo_dataset check DATA_YAML
-//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints | --classes]
+//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints | --classes | --obb]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +18,7 @@ namespace {
 int usage() {
   std::cerr << "usage: yolo_dataset check DATA_YAML\n"
                "       yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z]\n"
-               "                           [--segments | --keypoints | --classes]\n";
+               "                           [--segments | --keypoints | --classes | --obb]\n";
   return 2;
 }
 
@@ -118,6 +118,8 @@ int shapes(std::vector<std::string> args) {
   if (flag != args.end()) o.segments = true, args.erase(flag);
   const auto pose = std::find(args.begin() + 1, args.end(), "--keypoints");  // pose labels (shapes-pose)
   if (pose != args.end()) o.keypoints = true, args.erase(pose);
+  const auto obb = std::find(args.begin() + 1, args.end(), "--obb");  // oriented boxes' corners (shapes-obb)
+  if (obb != args.end()) o.oriented = true, args.erase(obb);
   for (std::size_t i = 1; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return usage();
     char* end = nullptr;
@@ -138,6 +140,7 @@ int shapes(std::vector<std::string> args) {
                 o.imgsz, static_cast<unsigned long long>(o.seed), o.segments    ? ", polygon labels"
                 : o.keypoints ? ", pose labels"
                 : o.classify  ? ", class folders"
+                : o.oriented  ? ", oriented box corners"
                               : "");
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

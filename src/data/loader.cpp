@@ -18,6 +18,7 @@
 #include "pipeline.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/data/masks.hpp"
+#include "yolotrain/data/rotated_boxes.hpp"
 #include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 namespace yolotrain::data {
@@ -77,23 +78,35 @@ void to_chw(const Image& im, std::uint8_t* dst) {
   cv::split(detail::view(im), bgr_planes);
 }
 
-// Batch::targets from the collated boxes (image index, class, xywh each), written on the host.
+// Batch::targets from the collated boxes (image index, class, and `width` numbers of box each: xywh,
+// or xywh and angle), written on the host.
 at::Tensor padded_targets(int images, const std::vector<float>& idx, const std::vector<float>& cls,
-                          const std::vector<float>& xywh, bool pin_memory) {
+                          const std::vector<float>& boxes, std::int64_t width, bool pin_memory) {
   std::vector<std::int64_t> count(static_cast<std::size_t>(images), 0);
   for (float i : idx) ++count[static_cast<std::size_t>(i)];
   const std::int64_t rows = padded_target_rows(count.empty() ? 0 : *std::max_element(count.begin(), count.end()));
-  at::Tensor out = at::zeros({images, rows, 5}, at::TensorOptions(at::kFloat).pinned_memory(pin_memory));
+  at::Tensor out = at::zeros({images, rows, 1 + width}, at::TensorOptions(at::kFloat).pinned_memory(pin_memory));
   float* o = out.data_ptr<float>();
   std::fill(count.begin(), count.end(), 0);
   for (std::size_t k = 0; k < idx.size(); ++k) {
     const auto i = static_cast<std::size_t>(idx[k]);
-    float* row = o + (static_cast<std::int64_t>(i) * rows + count[i]++) * 5;
+    float* row = o + (static_cast<std::int64_t>(i) * rows + count[i]++) * (1 + width);
     row[0] = cls[k];
-    std::copy(xywh.begin() + static_cast<std::ptrdiff_t>(4 * k), xywh.begin() + static_cast<std::ptrdiff_t>(4 * k + 4),
-              row + 1);
+    const auto from = boxes.begin() + static_cast<std::ptrdiff_t>(static_cast<std::int64_t>(k) * width);
+    std::copy(from, from + width, row + 1);
   }
   return out;
+}
+
+// One box as the batch holds it: normalized xywh, or with `obb` its outline's rotated box (Format
+// with return_obb: xyxyxyxy2xywhr in pixels, then x and w over the width, y and h over the height).
+void append_box(std::vector<float>& boxes, const PixelBox& p, float W, float H, bool obb) {
+  if (!obb) {
+    boxes.insert(boxes.end(), {(p.x1 + p.x2) / 2 / W, (p.y1 + p.y2) / 2 / H, (p.x2 - p.x1) / W, (p.y2 - p.y1) / H});
+    return;
+  }
+  const std::array<float, 5> r = outline_xywhr(p.segment);
+  boxes.insert(boxes.end(), {r[0] / W, r[1] / H, r[2] / W, r[3] / H, r[4]});
 }
 
 }  // namespace
@@ -338,13 +351,17 @@ std::optional<Batch> Loader::next() {
     for (const PixelBox& p : slots[i].boxes) {
       idx.push_back(static_cast<float>(i));
       cls.push_back(static_cast<float>(p.cls));
-      boxes.insert(boxes.end(), {(p.x1 + p.x2) / 2 / W, (p.y1 + p.y2) / 2 / H, (p.x2 - p.x1) / W, (p.y2 - p.y1) / H});
+      if (d.opt.obb && p.segment.empty())
+        throw Error("data loader: " + rec.image.string() + " has a box without its outline; an OBB batch needs "
+                    "every label as corners (class x1 y1 x2 y2 x3 y3 x4 y4)");
+      append_box(boxes, p, static_cast<float>(W), static_cast<float>(H), d.opt.obb);
       for (size_t k = 0; k < p.keypoints.size(); k += 3)
         keypoints.insert(keypoints.end(), {p.keypoints[k] / W, p.keypoints[k + 1] / H, p.keypoints[k + 2]});
     }
   }
   const std::int64_t n = static_cast<std::int64_t>(idx.size());
-  b.targets = padded_targets(B, idx, cls, boxes, d.opt.pin_memory);
+  const std::int64_t width = d.opt.obb ? 5 : 4;
+  b.targets = padded_targets(B, idx, cls, boxes, width, d.opt.pin_memory);
   // Page-locked with pin_memory, as the images: their copies to the GPU then wait for nothing.
   const auto owned = [pin = d.opt.pin_memory](std::vector<float>& v, at::IntArrayRef shape) {
     return at::empty(shape, at::TensorOptions(at::kFloat).pinned_memory(pin)).copy_(at::from_blob(v.data(), shape));
@@ -358,7 +375,7 @@ std::optional<Batch> Loader::next() {
     b.cls = at::empty({count}, at::TensorOptions(at::kLong).pinned_memory(d.opt.pin_memory))
                 .copy_(at::from_blob(categories.data(), {count}, at::kLong));
   }
-  b.bboxes = owned(boxes, {n, 4});
+  b.bboxes = owned(boxes, {n, width});
   if (const auto& shape = d.dataset.kpt_shape) {
     if (keypoints.size() != static_cast<std::size_t>(n * (*shape)[0] * 3))
       throw Error("data loader: a pose batch's boxes lack keypoints (kpt_shape [" + std::to_string((*shape)[0]) +

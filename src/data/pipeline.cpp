@@ -15,8 +15,17 @@ namespace yolotrain::data::detail {
 namespace {
 
 constexpr std::uint64_t kOrderStream = ~0ull;
-/// Ultralytics' segment_resamples for detection and segmentation datasets.
-constexpr int kSegmentPoints = 1000;
+/// Ultralytics' segment_resamples for detection and segmentation datasets, and for OBB's.
+constexpr int kSegmentPoints = 1000, kOutlinePoints = 100;
+
+/// update_labels_info's resample count of an image's outlines: kSegmentPoints (kOutlinePoints with
+/// LoaderOptions::obb), or one more than the longest outline's points when that is more.
+int resample_points(const LoaderOptions& opt, const ImageRecord& rec) {
+  std::size_t longest = 0;
+  for (const auto& s : rec.segments) longest = std::max(longest, s.size() / 2);
+  const int n = opt.obb ? kOutlinePoints : kSegmentPoints;
+  return static_cast<std::size_t>(n) < longest ? static_cast<int>(longest) + 1 : n;
+}
 
 /// The batch of all ranks together (batch * world_size).
 std::size_t global_batch(const LoaderOptions& opt) {
@@ -86,12 +95,13 @@ Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<Recent
   }
   const float w = static_cast<float>(l.image().width), h = static_cast<float>(l.image().height);
   const ImageRecord& rec = ctx.dataset->records[record];
+  const int points = resample_points(*ctx.options, rec);
   for (size_t k = 0; k < rec.boxes.size(); ++k) {
     const Box& b = rec.boxes[k];
     l.boxes.push_back(
         {b.cls, (b.x - b.w / 2) * w, (b.y - b.h / 2) * h, (b.x + b.w / 2) * w, (b.y + b.h / 2) * h, {}, {}});
-    if (k < rec.segments.size()) {  // update_labels_info: 1000 points, then denormalize (float32)
-      std::vector<float> outline = resample_segment(rec.segments[k], kSegmentPoints);
+    if (k < rec.segments.size()) {  // update_labels_info: 1000 (OBB: 100) points, then denormalize (float32)
+      std::vector<float> outline = resample_segment(rec.segments[k], points);
       for (size_t i = 0; i < outline.size(); i += 2) outline[i] *= w, outline[i + 1] *= h;
       l.boxes.back().segment = std::move(outline);
     }

@@ -134,6 +134,17 @@ cv::Rect place_box(int side, const std::vector<cv::Rect>& taken, Rng& rng) {
   return {};
 }
 
+/// `polygon` turned by `angle` (radians) around `centre`, at 1/16 px.
+std::vector<cv::Point2d> turned(const std::vector<cv::Point2d>& polygon, cv::Point2d centre, double angle) {
+  const double c = std::cos(angle), s = std::sin(angle);
+  std::vector<cv::Point2d> out;
+  for (const auto& v : polygon) {
+    const double dx = v.x - centre.x, dy = v.y - centre.y;
+    out.emplace_back(std::round((centre.x + dx * c - dy * s) * 16) / 16, std::round((centre.y + dx * s + dy * c) * 16) / 16);
+  }
+  return out;
+}
+
 // One image of the set and its shapes (class, pixel rectangle, and the polygon it was filled from
 // in the segmentation variant), drawn from `rng`.
 struct Drawn {
@@ -141,6 +152,7 @@ struct Drawn {
   std::vector<std::pair<int, cv::Rect>> shapes;
   std::vector<std::vector<cv::Point2d>> polygons;
   std::vector<std::vector<cv::Point2d>> keypoints;  ///< the pose variant's
+  std::vector<std::vector<cv::Point2d>> corners;    ///< the oriented variant's 4 corners per shape
 };
 
 // A drawn shape as YOLO's normalised x_center, y_center, width, height.
@@ -148,9 +160,44 @@ std::array<double, 4> normalized(const cv::Rect& box, double side) {
   return {(box.x + box.width / 2.0) / side, (box.y + box.height / 2.0) / side, box.width / side, box.height / side};
 }
 
-Drawn draw_image(const ShapesOptions& o, Rng& rng) {
+// The oriented variant: elongated shapes turned by a random angle, apart, inside the image; each
+// shape's rectangle in `shapes` is its turned outline's upright bounds.
+Drawn draw_oriented_image(const ShapesOptions& o, Rng& rng) {
   const int s = o.imgsz;
-  Drawn d{Image(s, s), {}, {}, {}};
+  Drawn d{Image(s, s), {}, {}, {}, {}};
+  draw_background(d.image, rng);
+  cv::Mat m = detail::view(d.image);
+  std::vector<cv::Rect> taken;
+  const int n = 1 + static_cast<int>(rng.below(4));
+  for (int i = 0; i < n; ++i) {
+    const int cls = static_cast<int>(rng.below(kClasses));
+    const double w = s * rng.uniform(0.24, 0.48), h = w * rng.uniform(0.45, 0.8), angle = rng.uniform(0, M_PI);
+    const double bw = std::abs(w * std::cos(angle)) + std::abs(h * std::sin(angle));
+    const double bh = std::abs(w * std::sin(angle)) + std::abs(h * std::cos(angle));
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      const cv::Point2d c(rng.uniform(bw / 2 + 1, s - bw / 2 - 1), rng.uniform(bh / 2 + 1, s - bh / 2 - 1));
+      const cv::Rect bounds(static_cast<int>(c.x - bw / 2) - 1, static_cast<int>(c.y - bh / 2) - 1,
+                            static_cast<int>(bw) + 3, static_cast<int>(bh) + 3);
+      if (std::any_of(taken.begin(), taken.end(), [&](const cv::Rect& t) { return (t & bounds).area() > 0; }))
+        continue;
+      taken.push_back(bounds);
+      const cv::Rect upright(static_cast<int>(std::lround(c.x - w / 2)), static_cast<int>(std::lround(c.y - h / 2)),
+                             static_cast<int>(std::lround(w)), static_cast<int>(std::lround(h)));
+      const cv::Point2d centre(upright.x + upright.width / 2.0, upright.y + upright.height / 2.0);
+      d.polygons.push_back(turned(shape_polygon(cls, upright), centre, angle));
+      d.corners.push_back(turned(shape_polygon(0, upright), centre, angle));
+      fill_polygon(m, d.polygons.back(), vivid_colour(rng));
+      d.shapes.emplace_back(cls, bounds & cv::Rect(0, 0, s, s));
+      break;
+    }
+  }
+  return d;
+}
+
+Drawn draw_image(const ShapesOptions& o, Rng& rng) {
+  if (o.oriented) return draw_oriented_image(o, rng);
+  const int s = o.imgsz;
+  Drawn d{Image(s, s), {}, {}, {}, {}};
   draw_background(d.image, rng);
   cv::Mat m = detail::view(d.image);
   std::vector<cv::Rect> taken;
@@ -175,7 +222,7 @@ Drawn draw_image(const ShapesOptions& o, Rng& rng) {
 // The classification variant's image `index`: one shape of class index % 4, 40-90 % of the side.
 Drawn draw_class_image(const ShapesOptions& o, int index, Rng& rng) {
   const int s = o.imgsz, cls = index % kClasses;
-  Drawn d{Image(s, s), {}, {}, {}};
+  Drawn d{Image(s, s), {}, {}, {}, {}};
   draw_background(d.image, rng);
   const int w = static_cast<int>(s * rng.uniform(0.4, 0.9)), h = static_cast<int>(s * rng.uniform(0.4, 0.9));
   const cv::Rect box(static_cast<int>(rng.uniform(0, s - w)), static_cast<int>(rng.uniform(0, s - h)), w, h);
@@ -192,9 +239,9 @@ std::string make_image(const fs::path& jpg, const ShapesOptions& o, Rng& rng) {
   for (size_t k = 0; k < d.shapes.size(); ++k) {
     const auto& [cls, box] = d.shapes[k];
     char line[96];
-    if (o.segments) {  // Ultralytics' segmentation format: class x1 y1 x2 y2 ..., normalized
+    if (o.segments || o.oriented) {  // class x1 y1 x2 y2 ..., normalized: the outline or the 4 corners
       labels += std::to_string(cls);
-      for (const auto& v : d.polygons[k]) {
+      for (const auto& v : o.oriented ? d.corners[k] : d.polygons[k]) {
         std::snprintf(line, sizeof line, " %.6f %.6f", v.x / o.imgsz, v.y / o.imgsz);
         labels += line;
       }
@@ -254,6 +301,12 @@ void write_pose_keys(std::ostream& y) {
 
 }  // namespace
 
+ShapesOptions shapes_obb_options() {
+  ShapesOptions o;
+  o.oriented = true;
+  return o;
+}
+
 ShapesOptions shapes_cls_options() {
   ShapesOptions o;
   o.classify = true;
@@ -286,8 +339,8 @@ Sample shapes_sample(const ShapesOptions& o, const std::string& split, int index
 
 fs::path write_shapes_dataset(const fs::path& out, const ShapesOptions& o) {
   if (o.imgsz < 32 || o.train < 1 || o.val < 1) throw Error("shapes dataset: need imgsz >= 32 and train, val >= 1");
-  if (int(o.segments) + int(o.keypoints) + int(o.classify) > 1)
-    throw Error("shapes dataset: one variant of polygons, keypoints or classes, not several");
+  if (int(o.segments) + int(o.keypoints) + int(o.classify) + int(o.oriented) > 1)
+    throw Error("shapes dataset: one variant of polygons, keypoints, classes or oriented boxes, not several");
   if (o.classify) {
     write_class_split(out, "train", o.train, o);
     write_class_split(out, "val", o.val, o);
@@ -297,7 +350,7 @@ fs::path write_shapes_dataset(const fs::path& out, const ShapesOptions& o) {
   write_split(out, "val", o.val, o);
   const fs::path yaml = out / "data.yaml";
   std::ofstream y(yaml, std::ios::binary | std::ios::trunc);
-  y << "# Synthetic shapes " << (o.segments ? "segmentation " : o.keypoints ? "pose " : "")
+  y << "# Synthetic shapes " << (o.segments ? "segmentation " : o.keypoints ? "pose " : o.oriented ? "OBB " : "")
     << "dataset written by yolotrain (seed " << o.seed << ").\n"
     << "path: .\ntrain: images/train\nval: images/val\nnc: " << kClasses << "\nnames:\n";
   for (int i = 0; i < kClasses; ++i) y << "  " << i << ": " << kNames[i] << "\n";

@@ -29,14 +29,16 @@ fs::path shapes_cls_folder(const TrainConfig& cfg) {
 
 fs::path data_yaml(const TrainConfig& cfg) {
   if (cfg.data == "shapes-cls") return shapes_cls_folder(cfg);
-  const bool segments = cfg.data == "shapes-seg", keypoints = cfg.data == "shapes-pose";
-  if (cfg.data != "shapes" && !segments && !keypoints && !cfg.data.empty()) return cfg.data;
+  const bool segments = cfg.data == "shapes-seg", keypoints = cfg.data == "shapes-pose",
+             oriented = cfg.data == "shapes-obb";
+  if (cfg.data != "shapes" && !segments && !keypoints && !oriented && !cfg.data.empty()) return cfg.data;
   // "-v2": the plainer set (issue 13); a folder written by an older yolotrain is left alone.
-  const fs::path dir = fs::path(cfg.project) / (segments ? ".shapes-seg" : keypoints ? ".shapes-pose" : ".shapes-v2");
+  const std::string name = cfg.data.empty() || cfg.data == "shapes" ? "shapes-v2" : cfg.data;
+  const fs::path dir = fs::path(cfg.project) / ("." + name);
   if (fs::exists(dir / "data.yaml")) return dir / "data.yaml";
-  std::cout << "data=" << (segments ? "shapes-seg" : keypoints ? "shapes-pose" : "shapes")
-            << ": writing the built-in synthetic dataset to " << dir.string() << std::endl;
-  data::ShapesOptions options;
+  std::cout << "data=" << (cfg.data.empty() ? "shapes" : cfg.data) << ": writing the built-in synthetic dataset to "
+            << dir.string() << std::endl;
+  data::ShapesOptions options = oriented ? data::shapes_obb_options() : data::ShapesOptions{};
   options.segments = segments;
   options.keypoints = keypoints;
   return data::write_shapes_dataset(dir, options);

@@ -43,15 +43,16 @@ const std::vector<Spec>& specs() {
   static const std::vector<Spec> table = {
       {"task",
        &C::task,
-       "detect | segment | pose | classify; empty: the model's (the others: their defaults for model, data, "
-       "project; classify also imgsz 224)",
+       "detect | segment | pose | classify | obb; empty: the model's (the others: their defaults for model, "
+       "data, project; classify also imgsz 224)",
        -kInf,
        kInf,
-       {"detect", "segment", "pose", "classify"}},
+       {"detect", "segment", "pose", "classify", "obb"}},
       {"model", &C::model, "model YAML (yolov8n.yaml, a path) or weights to fine-tune (.pt/.ytckpt/.safetensors)"},
       {"data", &C::data,
        "dataset YAML, a folder of class folders (classification), or 'shapes' ('shapes-seg': polygons, "
-       "'shapes-pose': keypoints, 'shapes-cls': classes) for the built-in synthetic dataset"},
+       "'shapes-pose': keypoints, 'shapes-cls': classes, 'shapes-obb': oriented boxes) for the built-in synthetic "
+       "dataset"},
       {"epochs", &C::epochs, "number of epochs to train", 1, 1e6},
       {"time", &C::time, "hours to train for, overriding epochs; 0 or None: no limit", 0, 1e5},
       {"patience", &C::patience, "epochs without improvement before stopping early", 0, 1e6},
@@ -125,6 +126,7 @@ const std::vector<Spec>& specs() {
       {"pose", &C::pose, "pose (keypoint location) loss gain (pose models)", 0, 1e4},
       {"kobj", &C::kobj, "keypoint objectness loss gain (pose models)", 0, 1e4},
       {"rle", &C::rle, "RLE loss gain (YOLO26-pose)", 0, 1e4},
+      {"angle", &C::angle, "oriented angle loss gain (OBB models; Ultralytics 8.4)", 0, 1e4},
       {"nbs", &C::nbs, "nominal batch size (gradient accumulation)", 1, 1e5},
       {"hsv_h", &C::hsv_h, "hue augmentation (fraction)", 0, 1},
       {"hsv_s", &C::hsv_s, "saturation augmentation (fraction)", 0, 1},
@@ -371,7 +373,7 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
 // the task's (classify: imgsz 224 too, as Ultralytics' ClassificationTrainer sets when none is given).
 void TrainConfig::use_task_defaults() {
   const TrainConfig d;
-  const std::string suffix = task == "segment" ? "seg" : task == "pose" ? "pose" : "cls";
+  const std::string suffix = task == "segment" ? "seg" : task == "pose" ? "pose" : task == "obb" ? "obb" : "cls";
   if (model == d.model) model = "yolov8n-" + suffix + ".yaml";
   if (data == d.data) data = "shapes-" + suffix;
   if (project == d.project) project = "runs/" + task;

@@ -7,6 +7,7 @@
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
+#include "yolotrain/loss/rotated_box_ops.hpp"
 
 namespace yolotrain::loss {
 
@@ -16,11 +17,12 @@ using at::indexing::Slice;
 void TaskAlignedAssigner::check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes,
                                        const at::Tensor& anc_points, const at::Tensor& gt_labels,
                                        const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
-  const bool ok = pd_scores.dim() == 3 && pd_bboxes.dim() == 3 && pd_bboxes.size(2) == 4 &&
+  const int64_t width = rotated_ ? 5 : 4;  // xyxy, or xywhr
+  const bool ok = pd_scores.dim() == 3 && pd_bboxes.dim() == 3 && pd_bboxes.size(2) == width &&
                   pd_bboxes.size(0) == pd_scores.size(0) &&
                   pd_bboxes.size(1) == pd_scores.size(1) && anc_points.dim() == 2 &&
                   anc_points.size(0) == pd_scores.size(1) && gt_bboxes.dim() == 3 &&
-                  gt_bboxes.size(2) == 4 && gt_bboxes.size(0) == pd_scores.size(0) &&
+                  gt_bboxes.size(2) == width && gt_bboxes.size(0) == pd_scores.size(0) &&
                   gt_labels.dim() == 3 && gt_labels.size(1) == gt_bboxes.size(1) &&
                   mask_gt.dim() == 3 && mask_gt.size(1) == gt_bboxes.size(1);
   if (!ok) {
@@ -29,7 +31,8 @@ void TaskAlignedAssigner::check_inputs(const at::Tensor& pd_scores, const at::Te
                 c10::str(anc_points.sizes()) + ", gt_labels " + c10::str(gt_labels.sizes()) +
                 ", gt_bboxes " + c10::str(gt_bboxes.sizes()) + ", mask_gt " +
                 c10::str(mask_gt.sizes()) +
-                "; expected [B,A,C], [B,A,4], [A,2], [B,M,1], [B,M,4], [B,M,1]");
+                "; expected [B,A,C], [B,A," + std::to_string(width) + "], [A,2], [B,M,1], [B,M," + std::to_string(width) +
+                "], [B,M,1]");
   }
   if (gt_bboxes.size(1) > 0 && pd_scores.size(2) != num_classes_) {
     throw Error("TaskAlignedAssigner: pd_scores has " + std::to_string(pd_scores.size(2)) +
@@ -54,6 +57,11 @@ TaskAlignedAssigner& TaskAlignedAssigner::with_topk2(int64_t k) {
 
 TaskAlignedAssigner& TaskAlignedAssigner::with_static_shapes(bool on) {
   static_shapes_ = on;
+  return *this;
+}
+
+TaskAlignedAssigner& TaskAlignedAssigner::with_rotated(bool on) {
+  rotated_ = on;
   return *this;
 }
 
@@ -96,7 +104,7 @@ Assignment TaskAlignedAssigner::operator()(const at::Tensor& pd_scores, const at
                                            const at::Tensor& gt_labels,
                                            const at::Tensor& gt_bboxes,
                                            const at::Tensor& mask_gt, bool dense_scores) const {
-  const bool cpu_float = pd_scores.device().is_cpu() && pd_scores.scalar_type() == at::kFloat &&
+  const bool cpu_float = !rotated_ && pd_scores.device().is_cpu() && pd_scores.scalar_type() == at::kFloat &&
                          pd_bboxes.scalar_type() == at::kFloat && gt_bboxes.scalar_type() == at::kFloat;
   return cpu_float ? sparse(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt, dense_scores)
                    : dense(pd_scores, pd_bboxes, anc_points, gt_labels, gt_bboxes, mask_gt);
@@ -149,7 +157,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_targets(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::get_pos_mask(
     const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& gt_labels,
     const at::Tensor& gt_bboxes, const at::Tensor& anc_points, const at::Tensor& mask_gt) const {
-  const at::Tensor mask_in_gts = select_candidates_in_gts(anc_points, candidate_boxes(gt_bboxes, mask_gt));
+  const at::Tensor mask_in_gts =
+      rotated_ ? select_candidates_in_rotated_gts(anc_points, gt_bboxes, mask_gt)
+               : select_candidates_in_gts(anc_points, candidate_boxes(gt_bboxes, mask_gt));
   auto [align_metric, overlaps] =
       get_box_metrics(pd_scores, pd_bboxes, gt_labels, gt_bboxes, mask_in_gts * mask_gt);
   const at::Tensor mask_topk =
@@ -172,7 +182,7 @@ std::pair<at::Tensor, at::Tensor> TaskAlignedAssigner::get_box_metrics(
   // Scores of each anchor for each GT's class: [b, max_num_obj, h*w].
   const at::Tensor gathered = pd_scores.index({ind0, Slice(), ind1});
   at::Tensor overlaps, bbox_scores;
-  if (static_shapes_) {  // every pair, kept where masked: no shape depends on the data
+  if (static_shapes_ && !rotated_) {  // every pair, kept where masked: no shape depends on the data
     const at::Tensor iou = bbox_iou(gt_bboxes.unsqueeze(2), pd_bboxes.unsqueeze(1), false, IouKind::CIoU);
     overlaps = at::where(mask_gt, iou.squeeze(-1).clamp_(0), at::zeros({}, pd_bboxes.options()));
     bbox_scores = at::where(mask_gt, gathered, at::zeros({}, pd_scores.options()));
@@ -182,7 +192,8 @@ std::pair<at::Tensor, at::Tensor> TaskAlignedAssigner::get_box_metrics(
     bbox_scores.index_put_({mask_gt}, gathered.index({mask_gt}));
     const at::Tensor pd_boxes = pd_bboxes.unsqueeze(1).expand({-1, n_max_boxes, -1, -1}).index({mask_gt});
     const at::Tensor gt_boxes = gt_bboxes.unsqueeze(2).expand({-1, -1, na, -1}).index({mask_gt});
-    overlaps.index_put_({mask_gt}, bbox_iou(gt_boxes, pd_boxes, false, IouKind::CIoU).squeeze(-1).clamp_(0));
+    const at::Tensor iou = rotated_ ? probiou(gt_boxes, pd_boxes) : bbox_iou(gt_boxes, pd_boxes, false, IouKind::CIoU);
+    overlaps.index_put_({mask_gt}, iou.squeeze(-1).clamp_(0));
   }
   const at::Tensor align_metric = bbox_scores.pow(alpha_) * overlaps.pow(beta_);
   return {align_metric, overlaps};
@@ -209,6 +220,25 @@ at::Tensor TaskAlignedAssigner::select_candidates_in_gts(const at::Tensor& xy_ce
   const at::Tensor bbox_deltas = at::cat({centers - lt_rb[0], lt_rb[1] - centers}, 2)
                                      .view({bs, n_boxes, n_anchors, -1});
   return bbox_deltas.amin(3).gt_(eps);
+}
+
+at::Tensor TaskAlignedAssigner::select_candidates_in_rotated_gts(const at::Tensor& xy_centers,
+                                                                const at::Tensor& gt_bboxes,
+                                                                const at::Tensor& mask_gt) const {
+  at::Tensor boxes = gt_bboxes.clone();
+  if (!stal_.empty()) {  // 8.4: a side below the smallest stride widened to the next one, as candidate_boxes
+    const double widened = stal_.size() > 1 ? stal_[1] : stal_[0];
+    at::Tensor wh = boxes.slice(-1, 2, 4);
+    const at::Tensor small = (wh < stal_[0]).logical_and_(mask_gt != 0);
+    wh.copy_(at::where(small, at::scalar_tensor(widened, wh.options()), wh));
+  }
+  const at::Tensor corners = xywhr2xyxyxyxy(boxes);  // [B, M, 4, 2]
+  const at::Tensor a = corners.select(-2, 0).unsqueeze(2), b = corners.select(-2, 1).unsqueeze(2);
+  const at::Tensor d = corners.select(-2, 3).unsqueeze(2);
+  const at::Tensor ab = b - a, ad = d - a, ap = xy_centers - a;  // [B, M, 1 or A, 2]
+  const at::Tensor norm_ab = (ab * ab).sum(-1), norm_ad = (ad * ad).sum(-1);
+  const at::Tensor ap_ab = (ap * ab).sum(-1), ap_ad = (ap * ad).sum(-1);
+  return ((ap_ab >= 0) & (ap_ab <= norm_ab) & (ap_ad >= 0) & (ap_ad <= norm_ad)).to(gt_bboxes.scalar_type());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> TaskAlignedAssigner::select_highest_overlaps(

@@ -56,6 +56,13 @@ struct LoaderOptions {
   /// resized crop, flips, colour jitter and erasing, or validation's centre crop) to imgsz square;
   /// Batch::cls holds each image's class. No mosaic or boxes; `rect` is ignored.
   bool classify = false;
+  /// Oriented boxes (Ultralytics' Format with return_obb, the OBB task): the labels' outlines (4
+  /// corners, or polygons) resampled to 100 points rather than 1000 (YOLODataset.update_labels_info),
+  /// carried through every augmentation, and each box in the batch the minimum-area rectangle of
+  /// its outline (data/rotated_boxes.hpp): Batch::bboxes [N, 5] normalized x y w h (x and w over
+  /// the width, y and h over the height) and the angle in radians, Batch::targets [B, M, 6]. The
+  /// labels must be outlines.
+  bool obb = false;
   /// When set, a next() waiting for workers returns nothing as soon as the token asks to stop
   /// (the caller tells that from an epoch end by token->stop_requested()). Not owned.
   const lifecycle::ControlToken* token = nullptr;
@@ -66,8 +73,9 @@ struct Batch {
   at::Tensor img;        ///< uint8 [B,3,H,W] RGB, as Ultralytics' collate (see preprocess_images())
   at::Tensor batch_idx;  ///< float32 [N]
   at::Tensor cls;        ///< float32 [N,1]; classification (LoaderOptions::classify): int64 [B], each image's class
-  at::Tensor bboxes;     ///< float32 [N,4], normalized xywh
-  /// The same boxes per image: float32 [B, M, 5] (class, normalized xywh), each image's boxes in
+  at::Tensor bboxes;     ///< float32 [N,4], normalized xywh; with LoaderOptions::obb [N,5], xywh and angle
+  /// The same boxes per image: float32 [B, M, 5] (class, normalized xywh; with LoaderOptions::obb
+  /// [B, M, 6], the angle last), each image's boxes in
   /// order, then rows of zeros; M = padded_target_rows(the largest count). The loss's static
   /// shapes on a device: nothing about it has to be read back (docs/data.md "Batches").
   at::Tensor targets;

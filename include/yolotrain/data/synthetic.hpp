@@ -28,12 +28,22 @@ struct ShapesOptions {
   /// Ultralytics' classification layout: train/<class>/*.jpg and val/<class>/*.jpg, no label files,
   /// no data.yaml (write_shapes_dataset() then returns the folder). Not with `segments` or `keypoints`.
   bool classify = false;
+  /// The oriented-box variant (`data=shapes-obb`, Ultralytics' OBB format): each shape elongated
+  /// (long side 24-48 % of the image side, short side 45-80 % of the long one), turned by an angle in
+  /// [0, pi), filled from its polygon turned likewise (vertices at 1/16 px), and labelled with the 4
+  /// corners of its turned rectangle (`class x1 y1 x2 y2 x3 y3 x4 y4`, normalized): the exact
+  /// oriented box of the rectangle, ellipse, triangle or cross. Not with the other variants.
+  bool oriented = false;
 };
 
 /// The options of `data=shapes-cls` (and `yolo_dataset shapes DIR --classes`): the classification
 /// variant at 64 px (a -cls model trains on it at imgsz 64 without a resize), 512 training and 128
 /// validation images.
 ShapesOptions shapes_cls_options();
+
+/// The options of `data=shapes-obb` (and `yolo_dataset shapes DIR --obb`): the oriented variant at
+/// 320 px, 256 training and 64 validation images.
+ShapesOptions shapes_obb_options();
 
 /// The shapes-pose set's keypoints per shape: kpt_shape [5, 3], its flip_idx and their names.
 constexpr int kShapesKeypoints = 5;

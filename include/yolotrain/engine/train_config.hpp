@@ -21,10 +21,10 @@ using ConfigError = yolotrain::ConfigError;
 /// what is allowed. Unknown keys are errors that suggest the closest valid ones.
 struct TrainConfig {
   // --- what to train on
-  /// "detect", "segment", "pose" or "classify"; empty: the model's (as Ultralytics infers it from
-  /// the model). Setting it to segment (pose, classify) turns the defaults into that task's: model
-  /// yolov8n.yaml -> yolov8n-seg.yaml (-pose, -cls), data shapes -> shapes-seg (shapes-pose,
-  /// shapes-cls), project runs/detect -> runs/segment (runs/pose, runs/classify), and for classify
+  /// "detect", "segment", "pose", "classify" or "obb"; empty: the model's (as Ultralytics infers it
+  /// from the model). Setting it to segment (pose, classify, obb) turns the defaults into that task's:
+  /// model yolov8n.yaml -> yolov8n-seg.yaml (-pose, -cls, -obb), data shapes -> shapes-seg (shapes-pose,
+  /// shapes-cls, shapes-obb), project runs/detect -> runs/segment (runs/pose, runs/classify, runs/obb), and for classify
   /// imgsz 640 -> 224; values given stay. A model of another task wins, with
   /// a warning (Ultralytics' "conflicting 'task=...'").
   std::string task;
@@ -89,6 +89,7 @@ struct TrainConfig {
   double warmup_epochs = 3.0, warmup_momentum = 0.8, warmup_bias_lr = 0.1;
   double box = 7.5, cls = 0.5, dfl = 1.5;
   double pose = 12.0, kobj = 1.0, rle = 1.0;  ///< pose models' loss gains (Ultralytics 8.4's defaults)
+  double angle = 1.0;  ///< OBB models' angle loss gain (8.4; compat=8.3 has no angle term)
   std::int64_t nbs = 64;
   double hsv_h = 0.015, hsv_s = 0.7, hsv_v = 0.4;
   double degrees = 0.0, translate = 0.1, scale = 0.5, shear = 0.0, perspective = 0.0;

@@ -63,6 +63,12 @@ class TaskAlignedAssigner {
   /// GT narrower or lower than `strides[0]` px is widened (heightened) to `strides[1]` around its
   /// centre (strides[0] with one level). Empty: none, as before 8.4. Returns *this.
   TaskAlignedAssigner& with_stal(std::vector<double> strides);
+  /// Ultralytics' RotatedTaskAlignedAssigner (the OBB loss's): boxes are xywhr ([.., 5]), the
+  /// overlaps ProbIoU instead of CIoU, and the candidates the anchors inside each GT's rotated
+  /// rectangle, edges included (with STAL, a side below strides[0] widened first, as 8.4 does).
+  /// Always the dense path; static shapes do not apply. Returns *this.
+  TaskAlignedAssigner& with_rotated(bool on = true);
+  bool rotated() const { return rotated_; }
   /// dense() with static shapes and no host read (the device step): the metrics computed for every
   /// (GT, anchor) pair and kept where the anchor is a candidate (at::where, not boolean-mask
   /// indexing), an anchor claimed twice resolved without first asking whether any is. The same
@@ -81,6 +87,10 @@ class TaskAlignedAssigner {
   /// than eps on all four sides.
   static at::Tensor select_candidates_in_gts(const at::Tensor& xy_centers,
                                              const at::Tensor& gt_bboxes, double eps = 1e-9);
+
+  /// [B, M, A] mask (gt_bboxes' dtype) of anchors inside the rotated GTs (with_rotated()).
+  at::Tensor select_candidates_in_rotated_gts(const at::Tensor& xy_centers, const at::Tensor& gt_bboxes,
+                                              const at::Tensor& mask_gt) const;
 
   /// Resolves anchors claimed by several GTs: returns (target_gt_idx [B, A], fg_mask [B, A],
   /// mask_pos [B, M, A]) where each positive anchor keeps only the GT of max overlap. `always`:
@@ -119,6 +129,7 @@ class TaskAlignedAssigner {
   int64_t topk2_ = 0;
   std::vector<double> stal_;
   bool static_shapes_ = false;
+  bool rotated_ = false;
   int64_t num_classes_;
   double alpha_;
   double beta_;

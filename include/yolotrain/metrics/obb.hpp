@@ -5,20 +5,14 @@
 // (radians).
 #include <ATen/core/Tensor.h>
 
+#include "yolotrain/loss/rotated_box_ops.hpp"
+
 namespace yolotrain::metrics {
 
-/// Ultralytics' _get_covariance_matrix: each box's Gaussian, [N, 1] each of a, b, c (the matrix
-/// [[a, c], [c, b]] of (w^2 / 12 + floor, h^2 / 12 + floor) turned by the angle).
-void obb_covariance(const at::Tensor& boxes, at::Tensor& a, at::Tensor& b, at::Tensor& c, double floor = 0.0);
-
-/// Ultralytics' probiou of matching rows of `obb1` and `obb2` ([N, 5] each): [N, 1], 1 - the Hellinger
-/// distance of their Gaussians; with `ciou`, minus the aspect-ratio term of CIoU; `floor` widens the
-/// Gaussians (the loss's guard for boxes smaller than a stride).
-at::Tensor probiou(const at::Tensor& obb1, const at::Tensor& obb2, bool ciou = false, double eps = 1e-7,
-                   double floor = 0.0);
-
-/// Ultralytics' batch_probiou: every box of `obb1` [N, 5] against every box of `obb2` [M, 5], [N, M].
-at::Tensor batch_probiou(const at::Tensor& obb1, const at::Tensor& obb2, double eps = 1e-7);
+// The overlaps live with the loss, which needs them too (metrics depend on loss, not the reverse).
+using loss::batch_probiou;
+using loss::obb_covariance;
+using loss::probiou;
 
 /// Ultralytics' rotated NMS (TorchNMS.fast_nms with batch_probiou): the boxes in descending score,
 /// each kept unless a box of a higher score (kept or not: Fast NMS) overlaps it by `iou` or more;
