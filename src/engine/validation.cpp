@@ -170,6 +170,15 @@ void require_polygons(const data::Dataset& set, const std::string& data) {
                     "data=shapes-seg)");
 }
 
+void require_corners(const data::Dataset& set, const std::string& data) {
+  const std::size_t boxes = set.boxes(), outlines = set.outlines();
+  if (boxes == outlines) return;
+  throw ConfigError("data=" + data + ": an OBB model needs oriented labels (class x1 y1 x2 y2 x3 y3 x4 y4, the "
+                    "corners normalized) for every instance, but the " + set.split + " split has " +
+                    std::to_string(boxes - outlines) + " upright boxes (class x y w h) among " +
+                    std::to_string(boxes) + "; give an OBB dataset (e.g. data=shapes-obb, or DOTA in YOLO format)");
+}
+
 metrics::UltralyticsRules rules_for(const std::string& compat) {
   return compat == "8.3" ? metrics::UltralyticsRules::V83 : metrics::UltralyticsRules::V84;
 }
@@ -210,7 +219,9 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   nms.agnostic = pass.agnostic;
   nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
   const bool segment = pass.net->head()->segments(), pose = pass.net->head()->keypoints();
-  if (segment || pose) nms.nc = pass.net->nc();  // the mask coefficients or keypoints ride along
+  const bool obb = pass.net->head()->rotated();
+  nms.rotated = obb;  // OBBValidator: rotated NMS, rows x y w h conf cls angle
+  if (segment || pose || obb) nms.nc = pass.net->nc();  // the mask coefficients, keypoints or angle ride along
   const std::vector<int64_t> kpt_shape = pass.net->head()->options.kpt_shape();
   at::Tensor sigmas;
   if (pose) {
@@ -220,8 +231,8 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   ValidationReport report;
   const bool finished = for_each_batch(pass, report, [&](const nn::HeadOutputs& heads, const data::Batch& b) {
     std::vector<at::Tensor> preds = metrics::non_max_suppression(pass.net->head()->inference(heads), nms);
-    std::vector<at::Tensor> boxes;  // x1 y1 x2 y2 conf cls, without mask coefficients
-    for (auto& p : preds) p = p.to(torch::kCPU), boxes.push_back(p.slice(1, 0, 6));
+    std::vector<at::Tensor> boxes;  // x1 y1 x2 y2 conf cls, without mask coefficients (OBB: with the angle)
+    for (auto& p : preds) p = p.to(torch::kCPU), boxes.push_back(obb ? p : p.slice(1, 0, 6));
     const at::Tensor proto = segment ? heads.proto.to(torch::kCPU, torch::kFloat) : at::Tensor();
     const std::vector<at::Tensor> masks = prediction_masks(preds, proto, b);
     if (pass.plots && b.index < 3) {
@@ -237,6 +248,10 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
       const auto image = static_cast<std::int64_t>(i);
       if (pose) {
         update_pose_image(validator, preds[i], b, image, infos[i], kpt_shape, sigmas);
+      } else if (obb) {
+        const at::Tensor mine = b.batch_idx == static_cast<float>(i);
+        validator.update_rotated(preds[i], b.cls.reshape({-1}).index({mine}), b.bboxes.index({mine}),
+                                 {b.img.size(2), b.img.size(3)}, infos[i]);
       } else {
         update_image(validator, preds[i], b, image, infos[i], segment ? masks[i] : at::Tensor(),
                      {segment ? proto.size(2) : 0, segment ? proto.size(3) : 0}, pass.overlap_mask);
@@ -375,6 +390,8 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   opts.classify = classify;  // ClassificationValidator's centre crops (no rect)
   const bool segment = !classify && net->head()->segments();
   if (segment) require_polygons(set, cfg.data);
+  opts.obb = !classify && net->head()->rotated();  // OBBValidator: each label's rotated box from its corners
+  if (opts.obb) require_corners(set, cfg.data);
   if (segment) {
     opts.mask_ratio = static_cast<int>(cfg.mask_ratio);
     opts.overlap_mask = cfg.overlap_mask;
@@ -384,7 +401,7 @@ ValidationReport validate(const TrainConfig& cfg, const lc::ControlToken* token)
   // reports no loss at all; training's validation reports E2ELoss' one-to-one terms) nor for a
   // segmentation, pose or classification model.
   std::optional<loss::DetectionLoss> criterion;
-  const bool boxes_only = !classify && !segment && !net->head()->keypoints();
+  const bool boxes_only = !classify && !segment && !net->head()->keypoints() && !opts.obb;
   if (boxes_only && !net->head()->options.end2end()) criterion.emplace(net, loss::LossGains{cfg.box, cfg.cls, cfg.dfl});
   std::unique_ptr<plots::PlotWriter> writer;
   fs::path save_dir;

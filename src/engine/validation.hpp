@@ -51,6 +51,10 @@ loss::Targets batch_targets(const data::Batch& b, torch::Device device);
 /// requires equal numbers of boxes and segments"); `data` names the dataset in the message.
 void require_polygons(const data::Dataset& set, const std::string& data);
 
+/// Throws ConfigError unless every box of `set` has its outline (an OBB label's corners, or a
+/// polygon): an OBB model reads each box as its outline's minimum-area rectangle.
+void require_corners(const data::Dataset& set, const std::string& data);
+
 /// The metrics' rules for compat= ("8.3" or "8.4").
 metrics::UltralyticsRules rules_for(const std::string& compat);
 

@@ -1,4 +1,5 @@
 #include "yolotrain/metrics/confusion_matrix.hpp"
+#include "yolotrain/metrics/obb.hpp"
 
 #include <ATen/ATen.h>
 
@@ -100,7 +101,12 @@ void ConfusionMatrix::process_batch(const at::Tensor& detections, const at::Tens
   }
   const at::Tensor dc = det.select(1, 5).to(at::kLong).contiguous();
   const auto* dcls = dc.data_ptr<std::int64_t>();
-  const at::Tensor iou = box_iou(gt_bboxes.reshape({-1, 4}).to(at::kFloat).cpu(), det.slice(1, 0, 4)).contiguous();
+  // Oriented boxes (gt [m, 5], detections x y w h conf cls angle): ProbIoU, as Ultralytics' is_obb branch.
+  const bool obb = gt_bboxes.dim() == 2 && gt_bboxes.size(1) == 5;
+  const at::Tensor gt = gt_bboxes.to(at::kFloat).cpu();
+  const at::Tensor iou = (obb ? batch_probiou(gt, at::cat({det.slice(1, 0, 4), det.slice(1, -1)}, 1))
+                              : box_iou(gt.reshape({-1, 4}), det.slice(1, 0, 4)))
+                             .contiguous();
   std::vector<Match> candidates;
   const auto a = iou.accessor<float, 2>();
   for (std::int64_t i = 0; i < iou.size(0); ++i) {  // torch.where's order: row-major

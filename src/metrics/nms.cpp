@@ -7,6 +7,7 @@
 
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
+#include "yolotrain/metrics/obb.hpp"
 
 namespace yolotrain::metrics {
 
@@ -183,7 +184,7 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOpt
   const bool multi_label = o.multi_label && nc > 1;
   const at::Tensor xc = pred.slice(1, 4, 4 + nc).amax(1) > o.conf;  // candidates [B, A]
   const at::Tensor p = pred.transpose(-1, -2);
-  const at::Tensor prediction = at::cat({loss::xywh2xyxy(p.slice(2, 0, 4)), p.slice(2, 4)}, -1);
+  const at::Tensor prediction = o.rotated ? p : at::cat({loss::xywh2xyxy(p.slice(2, 0, 4)), p.slice(2, 4)}, -1);
   std::optional<at::Tensor> classes;
   if (o.classes) classes = at::tensor(*o.classes, at::kLong).to(pred.device());
 
@@ -200,6 +201,11 @@ std::vector<at::Tensor> non_max_suppression(const at::Tensor& pred, const NmsOpt
       x = x.index({order.slice(0, 0, o.max_nms)});
     }
     const at::Tensor c = x.slice(1, 5, 6) * (o.agnostic ? 0.0 : o.max_wh);
+    if (o.rotated) {  // TorchNMS.fast_nms with batch_probiou on xywhr, the class offset on the centre
+      const at::Tensor boxes = at::cat({x.slice(1, 0, 2) + c, x.slice(1, 2, 4), x.slice(1, -1)}, 1);
+      output[static_cast<size_t>(xi)] = x.index({nms_rotated(boxes, x.select(1, 4), o.iou).slice(0, 0, o.max_det)});
+      continue;
+    }
     // The class offset separates classes; when the offset boxes of different classes cannot
     // touch, suppression runs per class (same result, far fewer pairs).
     int64_t n_groups = 0;

@@ -7,6 +7,7 @@
 #include "yolotrain/metrics/ap.hpp"
 #include "yolotrain/metrics/keypoints.hpp"
 #include "yolotrain/metrics/masks.hpp"
+#include "yolotrain/metrics/obb.hpp"
 
 namespace yolotrain::metrics {
 
@@ -100,6 +101,44 @@ void Validator::update_with(const at::Tensor& pred_in, const at::Tensor& gt_cls_
     if (nl) tp_m = match_predictions(predn.select(1, 5), cls, second(bbox, predn), iouv_);
     tp_masks_.push_back(tp_m);
   }
+  conf_.push_back(predn.select(1, 4).clone());
+  pred_cls_.push_back(predn.select(1, 5).clone());
+  target_cls_.push_back(cls);
+}
+
+void Validator::update_rotated(const at::Tensor& pred_in, const at::Tensor& gt_cls, const at::Tensor& gt_rboxes,
+                               std::array<int64_t, 2> imgsz, const ImageInfo& info) {
+  const at::Tensor pred = pred_in.defined() ? pred_in.cpu().to(at::kFloat) : at::zeros({0, 7});
+  if (pred.dim() != 2 || pred.size(1) != 7) {
+    throw Error("Validator::update_rotated: predictions must be [n, 7] (x, y, w, h, conf, cls, angle), got " +
+                c10::str(pred.sizes()));
+  }
+  const at::Tensor cls = gt_cls.reshape({-1}).to(at::kFloat).cpu();
+  const int64_t nl = cls.size(0);
+  if (gt_rboxes.numel() != nl * 5) {
+    throw Error("Validator::update_rotated: " + std::to_string(nl) + " labels but boxes of shape " +
+                c10::str(gt_rboxes.sizes()) + "; pass normalized xywhr boxes [m, 5]");
+  }
+  ++seen_;
+  const bool original = rules_ == UltralyticsRules::V83;
+  at::Tensor gt = gt_rboxes.reshape({-1, 5}).to(at::kFloat).cpu().clone();  // OBBValidator._prepare_batch
+  gt.slice(1, 0, 4).mul_(at::tensor({imgsz[1], imgsz[0], imgsz[1], imgsz[0]}, at::kFloat));
+  at::Tensor predn = pred.clone();
+  if (original) {  // 8.3: both to the original image (scale_boxes with xywh=True)
+    at::Tensor g = gt.slice(1, 0, 4), p = predn.slice(1, 0, 4);
+    scale_boxes(imgsz, g, info.ori_shape, info.ratio_pad, true, true);
+    scale_boxes(imgsz, p, info.ori_shape, info.ratio_pad, true, true);
+  }
+  const at::Tensor rboxes = at::cat({predn.slice(1, 0, 4), predn.slice(1, 6, 7)}, 1);
+  at::Tensor tp = at::zeros({pred.size(0), iouv_.numel()}, at::kBool);
+  if (nl && pred.size(0)) tp = match_predictions(predn.select(1, 5), cls, batch_probiou(gt, rboxes), iouv_);
+  if (confusion_) confusion_->process_batch(pred.size(0) ? predn : at::Tensor(), nl ? gt : at::zeros({0, 5}), cls);
+  record(tp, predn, cls);
+}
+
+void Validator::record(const at::Tensor& tp, const at::Tensor& predn, const at::Tensor& cls) {
+  if (predn.size(0) == 0 && cls.size(0) == 0) return;  // Ultralytics keeps no stats of an empty image
+  tp_.push_back(tp);
   conf_.push_back(predn.select(1, 4).clone());
   pred_cls_.push_back(predn.select(1, 5).clone());
   target_cls_.push_back(cls);

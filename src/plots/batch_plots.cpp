@@ -29,7 +29,8 @@ ImagesPlot labels_of(const data::Batch& b, const std::vector<std::string>& names
 // Ultralytics' output_to_target: one row per detection (image index, class, xywh, conf), drawn on
 // the images of `labels` (their tensor is shared, not copied again).
 ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor>& preds, std::int64_t max_det,
-                          const std::vector<at::Tensor>& pred_masks, const std::vector<at::Tensor>& pred_keypoints) {
+                          const std::vector<at::Tensor>& pred_masks, const std::vector<at::Tensor>& pred_keypoints,
+                          bool rotated) {
   ImagesPlot p = labels;
   p.masks = at::Tensor();
   p.keypoints = at::Tensor();
@@ -41,16 +42,20 @@ ImagesPlot predictions_of(const ImagesPlot& labels, const std::vector<at::Tensor
   if (!keypoints.empty()) p.keypoints = at::cat(keypoints);
   for (std::size_t i = 0; i < preds.size(); ++i) {
     const at::Tensor d = preds[i].detach().to(at::kCPU, at::kFloat).slice(0, 0, max_det);
-    const at::Tensor xyxy = d.slice(1, 0, 4);
-    const at::Tensor wh = xyxy.slice(1, 2, 4) - xyxy.slice(1, 0, 2);
-    boxes.push_back(at::cat({xyxy.slice(1, 0, 2) + wh / 2, wh}, 1));
+    if (rotated) {  // OBB rows x y w h conf cls angle: xywhr
+      boxes.push_back(at::cat({d.slice(1, 0, 4), d.slice(1, 6, 7)}, 1));
+    } else {
+      const at::Tensor xyxy = d.slice(1, 0, 4);
+      const at::Tensor wh = xyxy.slice(1, 2, 4) - xyxy.slice(1, 0, 2);
+      boxes.push_back(at::cat({xyxy.slice(1, 0, 2) + wh / 2, wh}, 1));
+    }
     idx.push_back(at::full({d.size(0)}, static_cast<double>(i)));
     confs.push_back(d.select(1, 4));
     cls.push_back(d.select(1, 5));
   }
   p.batch_idx = idx.empty() ? at::zeros({0}) : at::cat(idx);
   p.cls = cls.empty() ? at::zeros({0}) : at::cat(cls);
-  p.bboxes = boxes.empty() ? at::zeros({0, 4}) : at::cat(boxes);
+  p.bboxes = boxes.empty() ? at::zeros({0, rotated ? 5 : 4}) : at::cat(boxes);
   p.confs = confs.empty() ? at::zeros({0}) : at::cat(confs);
   return p;
 }
@@ -77,7 +82,8 @@ void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const s
                            const std::vector<at::Tensor>& pred_keypoints) {
   const std::string stem = "val_batch" + std::to_string(batch.index);
   ImagesPlot labels = labels_of(batch, names, overlap_masks);
-  ImagesPlot predictions = predictions_of(labels, preds, max_det, pred_masks, pred_keypoints);
+  const bool rotated = labels.bboxes.defined() && labels.bboxes.size(-1) == 5;  // an OBB batch's xywhr
+  ImagesPlot predictions = predictions_of(labels, preds, max_det, pred_masks, pred_keypoints, rotated);
   writer.submit(dir / (stem + "_labels.jpg"), [p = std::move(labels)] { return plot_images(p); });
   writer.submit(dir / (stem + "_pred.jpg"), [p = std::move(predictions)] { return plot_images(p); });
 }

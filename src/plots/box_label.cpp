@@ -34,19 +34,16 @@ std::array<std::uint8_t, 3> label_text_color(std::int64_t cls) {
   return {255, 255, 255};
 }
 
-void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, const std::string& label,
-                    std::int64_t cls, int line_width) {
-  if (image.empty()) return;
-  cv::Mat im(image.height, image.width, CV_8UC3, image.pixels.data());
-  const int lw = std::max(line_width, 1);
+namespace {
+
+// box_label's label: a filled box of the class colour at p1 (above it when there is room, kept inside
+// the right edge) with the text on it.
+void draw_label_at(cv::Mat& im, cv::Point p1, const std::string& label, std::int64_t cls, int lw) {
+  if (label.empty()) return;
   const auto c = class_color(cls), t = label_text_color(cls);
   const cv::Scalar color(c[0], c[1], c[2]), text_color(t[0], t[1], t[2]);
   const int tf = std::max(lw - 1, 1);  // font thickness
   const double sf = lw / 3.0;          // font scale
-  cv::Point p1(static_cast<int>(x1), static_cast<int>(y1));
-  const cv::Point p2(static_cast<int>(x2), static_cast<int>(y2));
-  cv::rectangle(im, p1, p2, color, lw, cv::LINE_AA);
-  if (label.empty()) return;
   int baseline = 0;
   const cv::Size text = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, sf, tf, &baseline);
   const int w = text.width, h = text.height + 3;
@@ -56,6 +53,32 @@ void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, 
   cv::rectangle(im, p1, q, color, -1, cv::LINE_AA);
   cv::putText(im, label, cv::Point(p1.x, outside ? p1.y - 2 : p1.y + h - 1), cv::FONT_HERSHEY_SIMPLEX, sf, text_color,
               tf, cv::LINE_AA);
+}
+
+}  // namespace
+
+void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, const std::string& label,
+                    std::int64_t cls, int line_width) {
+  if (image.empty()) return;
+  cv::Mat im(image.height, image.width, CV_8UC3, image.pixels.data());
+  const int lw = std::max(line_width, 1);
+  const auto c = class_color(cls);
+  const cv::Point p1(static_cast<int>(x1), static_cast<int>(y1));
+  cv::rectangle(im, p1, cv::Point(static_cast<int>(x2), static_cast<int>(y2)), cv::Scalar(c[0], c[1], c[2]), lw,
+                cv::LINE_AA);
+  draw_label_at(im, p1, label, cls, lw);
+}
+
+void draw_polygon_label(data::Image& image, const std::vector<std::array<int, 2>>& corners, const std::string& label,
+                        std::int64_t cls, int line_width) {
+  if (image.empty() || corners.empty()) return;
+  cv::Mat im(image.height, image.width, CV_8UC3, image.pixels.data());
+  const int lw = std::max(line_width, 1);
+  const auto c = class_color(cls);
+  std::vector<cv::Point> points;
+  for (const auto& p : corners) points.emplace_back(p[0], p[1]);
+  cv::polylines(im, std::vector<std::vector<cv::Point>>{points}, true, cv::Scalar(c[0], c[1], c[2]), lw);
+  draw_label_at(im, points[0], label, cls, lw);
 }
 
 void draw_text_lines(data::Image& image, const std::vector<std::string>& lines) {

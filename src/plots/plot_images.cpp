@@ -1,4 +1,5 @@
 #include "yolotrain/plots/plot_images.hpp"
+#include "yolotrain/data/rotated_boxes.hpp"
 
 #include <ATen/ATen.h>
 #include <opencv2/imgproc.hpp>
@@ -155,11 +156,13 @@ data::Image plot_images(const ImagesPlot& p) {
   const at::Tensor idx =
       p.batch_idx.defined() ? p.batch_idx.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
   const at::Tensor cls = p.cls.defined() ? p.cls.reshape({-1}).to(at::kLong).cpu() : at::zeros({0}, at::kLong);
-  at::Tensor boxes = p.bboxes.defined() ? p.bboxes.reshape({-1, 4}).to(at::kFloat).cpu().clone() : at::zeros({0, 4});
+  const std::int64_t width = p.bboxes.defined() && p.bboxes.dim() == 2 && p.bboxes.size(1) == 5 ? 5 : 4;  // xywhr
+  at::Tensor boxes =
+      p.bboxes.defined() ? p.bboxes.reshape({-1, width}).to(at::kFloat).cpu().clone() : at::zeros({0, width});
   const bool classes_only = !p.bboxes.defined() && cls.size(0) > 0;  // classification: a class per image
   if ((!classes_only && boxes.size(0) != cls.size(0)) || idx.size(0) != cls.size(0))
     throw Error("plot_images: boxes, classes and indices disagree");
-  const bool normalised = boxes.numel() == 0 || boxes.max().item<float>() <= 1.1F;
+  const bool normalised = boxes.numel() == 0 || boxes.slice(1, 0, 4).max().item<float>() <= 1.1F;
   const at::Tensor confs = p.confs.defined() ? p.confs.reshape({-1}).to(at::kFloat).cpu() : at::Tensor();
   for (int i = 0; i < bs; ++i) {
     const int x = w * (i / ns), y = h * (i % ns);
@@ -193,6 +196,13 @@ data::Image plot_images(const ImagesPlot& p) {
         char buf[16];
         std::snprintf(buf, sizeof buf, " %.1f", static_cast<double>(conf));
         text += buf;
+      }
+      if (width == 5) {  // xywhr2xyxyxyxy, then integer corners (astype(np.int64): truncation)
+        const auto k = data::xywhr_corners({cx + x, cy + y, bw, bh, b[4].item<float>()});
+        std::vector<std::array<int, 2>> corners;
+        for (int q = 0; q < 8; q += 2) corners.push_back({static_cast<int>(k[q]), static_cast<int>(k[q + 1])});
+        draw_polygon_label(out, corners, text, c, lw);
+        continue;
       }
       // Ultralytics draws integer corners (boxes.astype(np.int64): truncation).
       draw_box_label(out, std::trunc(cx - bw / 2 + x), std::trunc(cy - bh / 2 + y), std::trunc(cx + bw / 2 + x),

@@ -35,7 +35,8 @@ class ConfusionMatrix {
   std::int64_t size() const { return classification_ ? nc_ : nc_ + 1; }
 
   /// One image: detections [n, 6] (x1, y1, x2, y2, conf, cls) or an undefined tensor for none;
-  /// gt_bboxes [m, 4] xyxy in the same pixels; gt_cls [m].
+  /// gt_bboxes [m, 4] xyxy in the same pixels; gt_cls [m]. Oriented boxes (the OBB task): gt_bboxes
+  /// [m, 5] xywhr and detections [n, 7] (x, y, w, h, conf, cls, angle), overlaps by ProbIoU.
   void process_batch(const at::Tensor& detections, const at::Tensor& gt_bboxes, const at::Tensor& gt_cls);
 
   std::int64_t nc() const { return nc_; }

@@ -24,6 +24,11 @@ struct NmsOptions {
   /// Classes among the columns after the box; the rest are extras each kept row carries after its
   /// class (a segmentation head's mask coefficients). 0: every column is a class.
   int64_t nc = 0;
+  /// Oriented boxes (Ultralytics' rotated=True, an OBB head's [B, 4 + nc + 1, A]: xywh, scores, the
+  /// angle last): the boxes stay xywh, and suppression is Fast NMS by ProbIoU (nms_rotated(), the
+  /// class offset added to the centres); set nc so that the angle rides along as the extra column.
+  /// Rows are then x, y, w, h, conf, cls, angle.
+  bool rotated = false;
 };
 
 /// NMS of pred [B, 4 + nc, A] (xywh pixels, then class scores), as Ultralytics'

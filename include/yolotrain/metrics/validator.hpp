@@ -45,6 +45,13 @@ class Validator {
                         std::array<int64_t, 2> imgsz, const ImageInfo& info, const at::Tensor& pred_keypoints,
                         const at::Tensor& gt_keypoints, const at::Tensor& sigmas);
 
+  /// Oriented boxes (Ultralytics' OBBValidator): pred [n, 7] post-NMS rows (x, y, w, h, conf, cls,
+  /// angle) in pixels of the network input; gt_rboxes [m, 5] normalized x y w h (x, w over the width;
+  /// y, h over the height) and angle. Matched by ProbIoU (batch_probiou) in the network input (8.4's
+  /// rules) or, under the 8.3 rules, both mapped to the original image first (scale_boxes with xywh).
+  void update_rotated(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_rboxes,
+                      std::array<int64_t, 2> imgsz, const ImageInfo& info);
+
   /// A batch: preds[i] for image i (as non_max_suppression() returns them), the batch's target
   /// fields (batch_idx [N], cls [N, 1], normalized xywh bboxes [N, 4]) and one ImageInfo per
   /// image. Throws yolotrain::Error when counts disagree.
@@ -85,6 +92,8 @@ class Validator {
   using Similarity = std::function<at::Tensor(const at::Tensor& gt_boxes, const at::Tensor& predn)>;
   void update_with(const at::Tensor& pred, const at::Tensor& gt_cls, const at::Tensor& gt_bboxes,
                    std::array<int64_t, 2> imgsz, const ImageInfo& info, const Similarity& second);
+  /// One image's matches (tp [n, 10]) and statistics: the part of an update every kind shares.
+  void record(const at::Tensor& tp, const at::Tensor& predn, const at::Tensor& cls);
 
   int64_t nc_;
   UltralyticsRules rules_;

@@ -30,7 +30,8 @@ void plot_training_batch(PlotWriter& writer, const data::Batch& batch, const std
 /// pictures have the masks too: the batch's label masks (index masks when `overlap_masks`) and
 /// `pred_masks`, per image [n, h, w] 0/1 in the predictions' order (empty: none); a pose model's
 /// the keypoints: the batch's and `pred_keypoints`, per image [n, k, 2 | 3] in the batch images'
-/// pixels, in the predictions' order (empty: none).
+/// pixels, in the predictions' order (empty: none). An OBB batch (bboxes [N, 5]) is drawn rotated, its
+/// predictions being rows x, y, w, h, conf, cls, angle.
 void plot_validation_batch(PlotWriter& writer, const data::Batch& batch, const std::vector<at::Tensor>& preds,
                            const std::vector<std::string>& names, const std::filesystem::path& dir,
                            std::int64_t max_det = 300, const std::vector<at::Tensor>& pred_masks = {},

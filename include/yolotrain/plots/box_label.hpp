@@ -24,6 +24,11 @@ std::array<std::uint8_t, 3> label_text_color(std::int64_t cls);
 void draw_box_label(data::Image& image, float x1, float y1, float x2, float y2, const std::string& label,
                     std::int64_t cls, int line_width);
 
+/// An oriented box (its corners in pixels, in order) with `label` at its first corner: box_label
+/// with a list of points (cv2.polylines, closed, not anti-aliased, as Ultralytics draws OBB boxes).
+void draw_polygon_label(data::Image& image, const std::vector<std::array<int, 2>>& corners, const std::string& label,
+                        std::int64_t cls, int line_width);
+
 /// Lines of text at the top left, as Ultralytics' Annotator.text draws a classification result
 /// (Results.plot: "name 0.87" per class at (round(0.03 h), round(0.03 h)), PIL mode): each line white on
 /// its own dark grey (64, 64, 64) box, about max(round((h + w) / 2 * 0.035), 12) px high (PIL's

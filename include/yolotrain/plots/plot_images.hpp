@@ -14,7 +14,8 @@ struct ImagesPlot {
   at::Tensor images;     ///< [B, 3, H, W] RGB, float 0..1 or uint8
   at::Tensor batch_idx;  ///< [N] the image of each box
   at::Tensor cls;        ///< [N] (or [N, 1]) class indices
-  /// [N, 4] xywh: normalised (all <= 1.1) or in pixels of the batch images; undefined with classes:
+  /// [N, 4] xywh (or [N, 5] xywhr, oriented boxes, drawn as their corners' polygon): normalised (all
+  /// <= 1.1) or in pixels of the batch images; undefined with classes:
   /// a classification batch, each image's class written at its tile's top-left corner.
   at::Tensor bboxes;
   at::Tensor confs;      ///< [N] confidences of predictions; undefined for labels

@@ -52,12 +52,15 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
   for (std::size_t i = 0; i < terms.size() && i < report.loss.size(); ++i) m.set("val/" + terms[i], report.loss[i]);
 }
 
+namespace {
+
+std::string task_noun(const std::string& task) {
+  return task == "segment" ? "segmentation" : task == "obb" ? "OBB (oriented boxes)" : "detection";
+}
+
+}  // namespace
+
 void require_task_labels(const std::string& task, const data::DataConfig& data, const std::string& data_arg) {
-  if (task == "obb") {  // issue 55: the models are built and read; the rest of the task is not there yet
-    throw ConfigError("the model is an OBB (oriented boxes) model: yolotrain builds YOLOv8-, YOLO11- and "
-                      "YOLO26-obb but cannot train or validate them yet (no rotated labels, loss or metrics); "
-                      "use a detection, segmentation, pose or classification model");
-  }
   if (task == "classify" && !data.classify) {
     throw ConfigError("data=" + data_arg + " is a data.yaml of labelled boxes, but the model is a classification "
                       "model, which trains on a folder of class folders (train/<class>/*.jpg, val/<class>/*.jpg; "
@@ -76,10 +79,8 @@ void require_task_labels(const std::string& task, const data::DataConfig& data, 
   if (task == "pose" || !data.kpt_shape) return;
   const auto [n, dims] = *data.kpt_shape;
   throw ConfigError("data=" + data_arg + " names kpt_shape [" + std::to_string(n) + ", " + std::to_string(dims) +
-                    "]: a pose dataset, whose labels carry keypoints, but the model is a " +
-                    (task == "segment" ? "segmentation" : "detection") +
-                    " model; give a -pose model (e.g. model=yolo11n-pose.yaml) or a " +
-                    (task == "segment" ? "segmentation" : "detection") + " dataset");
+                    "]: a pose dataset, whose labels carry keypoints, but the model is a " + task_noun(task) +
+                    " model; give a -pose model (e.g. model=yolo11n-pose.yaml) or a " + task_noun(task) + " dataset");
 }
 
 std::vector<std::int64_t> kpt_shape_of(const data::DataConfig& data) {
@@ -92,6 +93,7 @@ std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConf
   if (model->task() == "classify") return make_classify_task(model, cfg);
   if (model->task() == "pose") return make_pose_task(model, cfg, data);
   if (model->task() == "segment") return make_segmentation_task(model, cfg);
+  if (model->task() == "obb") return make_obb_task(model, cfg);
   return make_detection_task(model, cfg);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// What is specific to a task (detection, segmentation; pose next) or to a model family's
+// What is specific to a task (detection, segmentation, pose, classification, oriented boxes) or to a model family's
 // recipe, behind the one interface the training loop calls: the loss with its named terms and
 // its own resumable state, the validation and the figures it gives the epoch, the pictures drawn
 // from training batches and from a validation. The loop (trainer_loop.cpp) knows no task; adding
@@ -97,7 +97,7 @@ void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& term
 /// The task `model`'s head trains for, with the run's loss gains and recipe (compat=) and the
 /// dataset's config (a pose dataset's flip_idx and kpt_oks_sigmas): detection for a Detect head
 /// (YOLOv8 / YOLO11 / YOLO26), segmentation for a Segment head, pose for a Pose head,
-/// classification for a Classify head.
+/// classification for a Classify head, oriented boxes for an OBB head.
 std::unique_ptr<Task> make_task(const nn::DetectionModel& model, const TrainConfig& cfg,
                                 const data::DataConfig& data = {});
 
@@ -112,6 +112,7 @@ void require_task_labels(const std::string& task, const data::DataConfig& data, 
 std::vector<std::int64_t> kpt_shape_of(const data::DataConfig& data);
 std::unique_ptr<Task> make_detection_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_segmentation_task(const nn::DetectionModel& model, const TrainConfig& cfg);
+std::unique_ptr<Task> make_obb_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_classify_task(const nn::DetectionModel& model, const TrainConfig& cfg);
 std::unique_ptr<Task> make_pose_task(const nn::DetectionModel& model, const TrainConfig& cfg,
                                      const data::DataConfig& data);
