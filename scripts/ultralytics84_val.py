@@ -1,5 +1,6 @@
-# Ultralytics 8.4.117's own validation of a segmentation, pose or classification checkpoint: yolotrain's
-# reference for `yolo_train val` of seg, pose and -cls models (tests/unit/engine/validation_test.cpp).
+# Ultralytics 8.4.117's own validation of a segmentation, pose, classification or OBB checkpoint:
+# yolotrain's reference for `yolo_train val` of seg, pose, -cls and -obb models
+# (tests/unit/engine/validation_test.cpp).
 # Run with Ultralytics 8.4.117 importable (../shared/tools/ultralytics84/README.md):
 #   python3 scripts/ultralytics84_val.py BEST.pt DATA.yaml IMGSZ OUT.json
 # (a classification dataset is its folder: DATA is then the folder of class folders).
@@ -28,7 +29,8 @@ if hasattr(r, "top1"):  # ClassifyMetrics
     print(result["top1"], result["top5"])
 else:
     result["box"] = figures(r.box)
-    second = "pose" if hasattr(r, "pose") else "mask"  # PoseMetrics' keypoints, SegmentMetrics' masks
-    result[second] = figures(r.pose if second == "pose" else r.seg)
-    print(result["box"]["all"], result[second]["all"])
+    second = "pose" if hasattr(r, "pose") else "mask" if hasattr(r, "seg") else None  # OBBMetrics: boxes only
+    if second:  # PoseMetrics' keypoints, SegmentMetrics' masks
+        result[second] = figures(r.pose if second == "pose" else r.seg)
+    print(result["box"]["all"], result[second]["all"] if second else "")
 json.dump(result, open(out, "w"), indent=1)

@@ -158,6 +158,14 @@ bool is_classifier(const lc::NamedTensors& tensors) {
   return has(".linear.weight") && !has(".cv3.0.2.weight");
 }
 
+// An OBB head: cv4 is its angle branch, whose last conv gives one channel (ne = 1); a Pose head's
+// cv4 gives n * dims >= 2 keypoint channels.
+bool is_obb(const lc::NamedTensors& tensors) {
+  return std::any_of(tensors.begin(), tensors.end(), [](const auto& t) {
+    return detail::has_suffix(t.first, ".cv4.0.2.weight") && t.second.dim() == 4 && t.second.size(0) == 1;
+  });
+}
+
 }  // namespace
 
 std::string family_from_weights(const lc::NamedTensors& tensors) {
@@ -208,14 +216,16 @@ std::string scale_from_weights(const lc::NamedTensors& tensors, const std::strin
 
 std::string model_yaml_from_weights(const lc::NamedTensors& tensors, const std::string& scale,
                                     const std::string& source) {
-  // A Segment head has the Proto: yolo11n-seg.yaml; a Pose head a cv4 without one (Pose26: cv4_kpts).
+  // A Segment head has the Proto: yolo11n-seg.yaml; a Pose head a cv4 without one (Pose26: cv4_kpts);
+  // an OBB head a cv4 of one angle channel.
   const auto has = [&](const char* part) {
     return std::any_of(tensors.begin(), tensors.end(),
                        [&](const auto& t) { return t.first.find(part) != std::string::npos; });
   };
-  const bool segment = has(".proto.cv1."), pose = !segment && (has(".cv4.0.") || has(".cv4_kpts."));
+  const bool segment = has(".proto.cv1."), obb = !segment && is_obb(tensors);
+  const bool pose = !segment && !obb && (has(".cv4.0.") || has(".cv4_kpts."));
   return family_from_weights(tensors) + (scale.empty() ? scale_from_weights(tensors, source) : scale) +
-         (is_classifier(tensors) ? "-cls" : segment ? "-seg" : pose ? "-pose" : "") + ".yaml";
+         (is_classifier(tensors) ? "-cls" : segment ? "-seg" : pose ? "-pose" : obb ? "-obb" : "") + ".yaml";
 }
 
 std::int64_t nc_from_weights(const lc::NamedTensors& tensors, const std::string& source) {

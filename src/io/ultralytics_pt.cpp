@@ -180,15 +180,16 @@ UltralyticsCheckpoint from_archive(const PickleRef& root, const std::string& fil
                 "state dict? export it as .safetensors instead)");
   }
   const std::string cls = model->class_name();
-  // ultralytics.nn.tasks.DetectionModel, SegmentationModel, PoseModel and ClassificationModel (not
-  // RTDETRDetectionModel, ...)
-  if (cls.rfind("ultralytics.", 0) != 0 ||
-      !(detail::has_suffix(cls, ".DetectionModel") || detail::has_suffix(cls, ".SegmentationModel") ||
-        detail::has_suffix(cls, ".PoseModel") || detail::has_suffix(cls, ".ClassificationModel"))) {
+  // ultralytics.nn.tasks.DetectionModel, SegmentationModel, PoseModel, ClassificationModel and OBBModel
+  // (not RTDETRDetectionModel, ...)
+  const bool known = detail::has_suffix(cls, ".DetectionModel") || detail::has_suffix(cls, ".SegmentationModel") ||
+                     detail::has_suffix(cls, ".PoseModel") || detail::has_suffix(cls, ".ClassificationModel") ||
+                     detail::has_suffix(cls, ".OBBModel");
+  if (cls.rfind("ultralytics.", 0) != 0 || !known) {
     throw Error(file + ": '" + out.source + "' is " + model->describe() +
-                "; yolotrain reads detection, segmentation, pose and classification models "
-                "(ultralytics.nn.tasks.DetectionModel, SegmentationModel, PoseModel, ClassificationModel: YOLOv8, "
-                "YOLO11, YOLO26 and their -seg, -pose, -cls) only");
+                "; yolotrain reads detection, segmentation, pose, classification and OBB models "
+                "(ultralytics.nn.tasks.DetectionModel, SegmentationModel, PoseModel, ClassificationModel, OBBModel: "
+                "YOLOv8, YOLO11, YOLO26 and their -seg, -pose, -cls, -obb) only");
   }
   ModelReader reader(file);
   reader.collect(model, "", out.state_dict);

@@ -60,7 +60,7 @@ Letterbox letterbox_of(std::array<int64_t, 2> img1_shape, std::array<int64_t, 2>
 
 at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
                         std::array<int64_t, 2> img0_shape, const std::optional<RatioPad>& ratio_pad,
-                        bool padding, bool xywh) {
+                        bool padding, bool xywh, bool clip) {
   if (boxes.dim() < 1 || boxes.size(-1) < 4) {
     throw Error("scale_boxes: boxes must be [..., 4] (or wider), got " + c10::str(boxes.sizes()));
   }
@@ -74,7 +74,7 @@ at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
     }
   }
   boxes.slice(-1, 0, 4).div_(gain);
-  return clip_boxes(boxes, img0_shape);
+  return clip ? clip_boxes(boxes, img0_shape) : boxes;
 }
 
 at::Tensor& scale_coords(std::array<int64_t, 2> img1_shape, at::Tensor& coords, std::array<int64_t, 2> img0_shape,

@@ -54,6 +54,13 @@ void draw_detections(data::Image& image, const std::vector<Detection>& boxes, co
       std::snprintf(conf, sizeof(conf), " %.2f", static_cast<double>(it->conf));
       label = it->name + (options.show_conf ? conf : "");
     }
+    if (it->xywhr.size() == 5) {  // an OBB box: its corners, as integers (np.asarray(box, dtype=int))
+      const std::vector<float> k = it->corners();
+      std::vector<std::array<int, 2>> corners;
+      for (std::size_t q = 0; q + 1 < k.size(); q += 2) corners.push_back({static_cast<int>(k[q]), static_cast<int>(k[q + 1])});
+      plots::draw_polygon_label(image, corners, label, it->cls, lw);
+      continue;
+    }
     plots::draw_box_label(image, it->x1, it->y1, it->x2, it->y2, label, it->cls, lw);
   }
   for (auto it = boxes.rbegin(); it != boxes.rend(); ++it) {  // Results.plot: kpts(k, radius=5)

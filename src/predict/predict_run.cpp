@@ -55,7 +55,8 @@ std::string g(double v) {
   return buf;
 }
 
-// Results.save_txt: "cls xc yc w h [conf]" normalised to the original image (a segmentation
+// Results.save_txt: "cls xc yc w h [conf]" normalised to the original image (an OBB model's: "cls x1
+// y1 x2 y2 x3 y3 x4 y4 [conf]", the corners, obb.xyxyxyxyn; a segmentation
 // model's: "cls x1 y1 x2 y2 ... [conf]", its outline, masks.xyn; a pose model's keypoints after the
 // box: x y [visibility] each, keypoints.xyn and conf; a classification's top 5, "0.87 cat" per
 // line), appended.
@@ -65,7 +66,11 @@ void append_labels(const fs::path& file, const Prediction& p, const std::vector<
   for (const auto& d : p.boxes) {
     const double w = p.orig_w, h = p.orig_h;
     f << d.cls;
-    if (!d.mask.empty()) {  // float32 as numpy divides: coords /= img0_w
+    if (d.xywhr.size() == 5) {  // an OBB box: its corners, xyxyxyxyn (float32 division)
+      const std::vector<float> k = d.corners();
+      for (std::size_t i = 0; i + 1 < k.size(); i += 2)
+        f << ' ' << g(k[i] / static_cast<float>(p.orig_w)) << ' ' << g(k[i + 1] / static_cast<float>(p.orig_h));
+    } else if (!d.mask.empty()) {  // float32 as numpy divides: coords /= img0_w
       for (std::size_t i = 0; i + 1 < d.polygon.size(); i += 2) {
         f << ' ' << g(d.polygon[i] / static_cast<float>(p.orig_w)) << ' '
           << g(d.polygon[i + 1] / static_cast<float>(p.orig_h));

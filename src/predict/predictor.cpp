@@ -1,5 +1,7 @@
 #include "yolotrain/predict/predictor.hpp"
 
+#include "yolotrain/data/rotated_boxes.hpp"
+
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
@@ -42,8 +44,21 @@ Prediction sized_prediction(const data::Image& image, const at::Tensor& input) {
   return p;
 }
 
+// An OBB detection: its rotated box (OBB.xywhr) and, in x1 .. y2, its corners' upright bounds (OBB.xyxy).
+void set_rotated(Detection& d, const std::array<float, 5>& xywhr) {
+  d.xywhr.assign(xywhr.begin(), xywhr.end());
+  const std::array<float, 8> k = data::xywhr_corners(xywhr);
+  d.x1 = std::min({k[0], k[2], k[4], k[6]}), d.x2 = std::max({k[0], k[2], k[4], k[6]});
+  d.y1 = std::min({k[1], k[3], k[5], k[7]}), d.y2 = std::max({k[1], k[3], k[5], k[7]});
+}
 
 }  // namespace
+
+std::vector<float> Detection::corners() const {
+  if (xywhr.size() != 5) return {};
+  const std::array<float, 8> k = data::xywhr_corners({xywhr[0], xywhr[1], xywhr[2], xywhr[3], xywhr[4]});
+  return {k.begin(), k.end()};
+}
 
 struct Predictor::Impl {
   PredictOptions options;
@@ -57,6 +72,7 @@ struct Predictor::Impl {
   std::string forward;                        // its label, or libtorch's
   bool segment = false;                       // a Segment head: masks too
   bool classify = false;                      // a Classify head: class probabilities, no boxes
+  bool obb = false;                           // an OBB head: rotated boxes
   std::vector<std::int64_t> kpt_shape;        // a Pose head's keypoints (empty otherwise)
 
   void compile_onednn(const detail::CpuForward& how);
@@ -80,10 +96,7 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
   m.net = io::build_model(w, weights.string());  // in float32, as AutoBackend's .float()
   m.segment = m.net->task() == "segment";
   m.classify = m.net->task() == "classify";
-  if (m.net->task() == "obb") {
-    throw Error(weights.string() + " is an OBB (oriented boxes) model; yolotrain cannot predict with those yet "
-                "(no rotated NMS)");
-  }
+  m.obb = m.net->task() == "obb";
   if (!m.classify) m.kpt_shape = m.net->head()->options.kpt_shape();
   if (!options.end2end && !m.classify) m.net->head()->set_end2end(false);  // YOLO26's NMS head (8.4's end2end=False)
   options.imgsz_h = nn::check_imgsz(options.imgsz_h, m.net->max_stride());
@@ -98,6 +111,9 @@ Predictor::Predictor(const fs::path& weights, PredictOptions options) : impl_(st
               << std::endl;
   } else if (m.device.is_cpu() && how.onednn && !m.kpt_shape.empty()) {
     std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a pose head's keypoints yet"
+              << std::endl;
+  } else if (m.device.is_cpu() && how.onednn && m.obb) {
+    std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run an OBB head's angles yet"
               << std::endl;
   } else if (m.device.is_cpu() && how.onednn && m.segment) {
     std::cerr << "predict: running libtorch's forward: the oneDNN forward does not run a segmentation head's "
@@ -177,7 +193,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
 
   const auto t1 = Clock::now();
   at::Tensor out, proto;
-  if (segment || !kpt_shape.empty()) {  // the head's extra outputs: prototypes, keypoints
+  if (segment || !kpt_shape.empty() || obb) {  // the head's extra outputs: prototypes, keypoints, angles
     const nn::HeadOutputs heads = net->forward_heads(x);
     out = net->head()->inference(heads);
     if (segment) proto = heads.proto.to(at::kCPU, at::kFloat);
@@ -196,7 +212,8 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
   nms.agnostic = options.agnostic_nms;
   nms.multi_label = false;
   nms.end2end = net->head()->end2end();  // YOLO26: the top-k needs no NMS
-  if (segment || !kpt_shape.empty()) nms.nc = net->nc();  // the mask coefficients or keypoints ride along
+  nms.rotated = obb;  // OBBPredictor: ProbIoU NMS, rows x y w h conf cls angle
+  if (segment || !kpt_shape.empty() || obb) nms.nc = net->nc();  // the mask coefficients, keypoints or angle ride along
   const std::vector<at::Tensor> kept = metrics::non_max_suppression(out.to(at::kFloat), nms);
   const std::array<std::int64_t, 2> input_shape{x.size(2), x.size(3)};
   std::vector<Prediction> preds;
@@ -209,7 +226,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
                 : detail::InstanceMasks{};
     if (segment) det = masks.detections;
     at::Tensor xyxy = det.slice(1, 0, 4);
-    if (!segment) metrics::scale_boxes(input_shape, xyxy, {p.orig_h, p.orig_w});
+    if (!segment) metrics::scale_boxes(input_shape, xyxy, {p.orig_h, p.orig_w}, std::nullopt, true, obb, !obb);
     at::Tensor keypoints;  // PosePredictor: scale_coords from the network input to the image
     if (!kpt_shape.empty()) {
       keypoints = det.slice(1, 6).reshape({-1, kpt_shape[0], kpt_shape[1]}).clone();
@@ -223,6 +240,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
         d.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
         d.keypoint_dims = static_cast<int>(kpt_shape[1]);
       }
+      if (obb) set_rotated(d, {a[r][0], a[r][1], a[r][2], a[r][3], a[r][6]});
       d.name = d.cls >= 0 && d.cls < static_cast<std::int64_t>(names.size()) ? names[d.cls] : std::to_string(d.cls);
       if (segment) {
         d.mask = std::move(masks.bitmaps[static_cast<std::size_t>(r)]);

@@ -60,6 +60,12 @@ struct Detection {
   /// (scale_coords from the network input). Empty for other models.
   std::vector<float> keypoints;
   int keypoint_dims = 0;  ///< 2 or 3 for a pose model, else 0
+  /// An OBB model's rotated box in the original image's pixels: centre x, centre y, width, height and
+  /// angle (radians), Ultralytics' Results.obb.xywhr (scale_boxes with xywh: not clipped); x1 .. y2
+  /// then hold its corners' upright bounds (OBB.xyxy) and corners() the corners. Empty for other models.
+  std::vector<float> xywhr;
+  /// An OBB box's 4 corners, x y pairs (Ultralytics' OBB.xyxyxyxy); empty for other models.
+  std::vector<float> corners() const;
 };
 
 /// Milliseconds per image of the three stages, as Ultralytics' `Results.speed`.
@@ -90,7 +96,8 @@ struct PixelView {
   std::size_t row_bytes = 0;
 };
 
-/// Runs a YOLO detection model on images as Ultralytics' DetectionPredictor does (a segmentation
+/// Runs a YOLO detection model on images as Ultralytics' DetectionPredictor does (an OBB model as its
+/// OBBPredictor: rotated NMS by ProbIoU, Detection::xywhr; a segmentation
 /// model as its SegmentationPredictor: each detection's mask and outline too, detections whose
 /// mask is empty dropped; a classification model as its ClassificationPredictor: the shorter side
 /// resized to imgsz and the centre imgsz square cropped, data::classify_centre_crop, then the class

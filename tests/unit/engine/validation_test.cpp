@@ -360,3 +360,35 @@ TEST_CASE("val of Ultralytics' own shapes-cls checkpoints gives Ultralytics' own
     }
   }
 }
+
+// Ultralytics 8.4.117's own validation (scripts/ultralytics84_val.py -> data/
+// ultralytics84_shapes_obb_<model>.json) of -obb models its own trainer wrote on the built-in shapes-obb
+// (scripts/ultralytics84_train.py at 160 px: yolo11n-obb 20 epochs, yolov8n-obb and yolo26n-obb 10):
+// P, R, mAP50, mAP50-95 by ProbIoU after rotated NMS, all and per class, to 1e-3. The checkpoints stay
+// out of the project: shapesobb_<model>/best.pt from $YOLOTRAIN_OBB_WEIGHTS or ../shared/weights/
+// ultralytics, its SHA-256 checked; skipped otherwise.
+TEST_CASE("val of Ultralytics' own shapes-obb checkpoints gives Ultralytics' own figures", "[engine][obb]") {
+  namespace fs = std::filesystem;
+  yolotrain::test::TempDir tmp;
+  const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-obb", yolotrain::data::shapes_obb_options());
+  for (const std::string model : {"yolo11n-obb", "yolov8n-obb", "yolo26n-obb"}) {
+    const fs::path ref_file =
+        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_obb_" + model + ".json");
+    const fs::path best = trained_checkpoint("YOLOTRAIN_OBB_WEIGHTS", "shapesobb_" + model);
+    if (best.empty()) {
+      WARN("skipped: no shapesobb_" << model << "/best.pt in $YOLOTRAIN_OBB_WEIGHTS nor "
+                                    << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
+                                    << " (make it with scripts/ultralytics84_train.py)");
+      continue;
+    }
+    INFO(model << " " << best.string());
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+    const en::ValidationReport r = en::validate(en::val_config(
+        {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
+         "plots=false", "project=" + (tmp / model).string()}));
+    CHECK(r.images == 64);
+    CHECK_FALSE(r.mask_metrics);
+    check_figures(r.metrics, ref["box"]);
+  }
+}
