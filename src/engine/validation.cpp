@@ -211,15 +211,15 @@ std::optional<ValidationReport> run_validation(ValidationPass pass) {
   const bool was_training = pass.net->is_training();
   pass.net->eval();
   metrics::Validator validator(pass.net->nc(), pass.rules);
+  const bool obb = pass.net->head()->rotated();
   metrics::NmsOptions nms;
-  nms.conf = 0.001;
+  nms.conf = obb ? 0.01 : 0.001;  // BaseValidator: 0.01 for OBB ("reduce OBB val memory usage"), else 0.001
   nms.iou = pass.iou;
   nms.max_det = pass.max_det;
   nms.multi_label = true;
   nms.agnostic = pass.agnostic;
   nms.end2end = pass.net->head()->end2end();  // YOLO26: the one-to-one branch's top-k, no NMS
   const bool segment = pass.net->head()->segments(), pose = pass.net->head()->keypoints();
-  const bool obb = pass.net->head()->rotated();
   nms.rotated = obb;  // OBBValidator: rotated NMS, rows x y w h conf cls angle
   if (segment || pose || obb) nms.nc = pass.net->nc();  // the mask coefficients, keypoints or angle ride along
   const std::vector<int64_t> kpt_shape = pass.net->head()->options.kpt_shape();
