@@ -1,6 +1,6 @@
 #pragma once
 // The datasets of the yolo_train integration tests: 16 training and 8 validation images of 64 px
-// from the built-in shapes generator (boxes, polygons, keypoints or class folders), written once per
+// from the built-in shapes generator (boxes, polygons, keypoints, class folders or oriented boxes), written once per
 // test process.
 #include <filesystem>
 
@@ -42,6 +42,17 @@ inline const std::filesystem::path& tiny_shapes_cls_dataset() {
     return data::write_shapes_dataset(dir / "shapes-cls", o);
   }();
   return folder;
+}
+
+/// The same size of set with oriented boxes (ShapesOptions::oriented: corners), for OBB runs.
+inline const std::filesystem::path& tiny_shapes_obb_dataset() {
+  static TempDir dir;
+  static const std::filesystem::path yaml = [] {
+    data::ShapesOptions o = data::shapes_obb_options();
+    o.train = 16, o.val = 8, o.imgsz = 64;
+    return data::write_shapes_dataset(dir / "shapes-obb", o);
+  }();
+  return yaml;
 }
 
 }  // namespace yolotrain::test
