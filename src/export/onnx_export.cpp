@@ -129,7 +129,6 @@ std::string onnx_model(nn::DetectionModelImpl& model, const OnnxExportOptions& o
                 std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
   }
   if (!model.fused() || model.is_training()) throw Error("ONNX export: the model must be fused and in eval mode");
-  if (model.task() == "obb") throw Error("ONNX export: OBB (oriented boxes) models have no ONNX form here yet");
   const auto stride = static_cast<std::int64_t>(model.strides().back());
   if (options.imgsz_h <= 0 || options.imgsz_w <= 0 || options.imgsz_h % stride || options.imgsz_w % stride) {
     throw Error("ONNX export: imgsz " + std::to_string(options.imgsz_h) + "x" + std::to_string(options.imgsz_w) +

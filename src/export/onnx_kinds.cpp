@@ -51,6 +51,7 @@ KindEmitter find_kind_emitter(const std::string& kind) {
       {"Concat", emit_concat},                  {"Detect", emit_detect},
       {"Segment", emit_segment},                {"Segment26", emit_segment},
       {"Pose", emit_detect},                    {"Pose26", emit_detect},  // the keypoints: in emit(DetectImpl)
+      {"OBB", emit_detect},                     {"OBB26", emit_detect},   // the angle: in emit(DetectImpl)
       {"Classify", emit_classify}};
   const auto it = emitters.find(kind);
   return it == emitters.end() ? nullptr : it->second;

@@ -1,6 +1,8 @@
 #include "onnx_modules.hpp"
 
 #include <ATen/ATen.h>
+
+#include <cmath>
 #include <torch/nn/modules/container/sequential.h>
 
 #include "yolotrain/error.hpp"
@@ -316,6 +318,26 @@ std::string decode_keypoints(OnnxGraph& g, nn::DetectImpl& head, const std::stri
   return reshape(g, xy, {0, head.nk(), -1});
 }
 
+// OBB's angle [B, 1, A] from the levels' raw angle-branch outputs: (sigmoid - 0.25) * pi, or OBB26's raw.
+std::string decode_angle(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& raw) {
+  const std::string angle = concat(g, raw, 2);
+  if (head.options.obb26()) return angle;
+  const std::string shifted = g.node("Sub", {g.node("Sigmoid", {angle}), g.constant(std::vector<float>{0.25F}, {})});
+  return g.node("Mul", {shifted, g.constant(std::vector<float>{static_cast<float>(M_PI)}, {})});
+}
+
+// dist2rbox: the centre is the anchor plus the half-difference of the distances turned by the angle; the
+// size, their sums. [B, 4, A] xywh in grid units.
+std::string rotated_box(OnnxGraph& g, const std::string& lt, const std::string& rb, const std::string& angle,
+                        const std::string& anchor_points) {
+  const std::string half = g.node("Div", {g.node("Sub", {rb, lt}), g.constant(std::vector<float>{2.0F}, {})});
+  const std::string xf = slice(g, half, 0, 1, 1), yf = slice(g, half, 1, 2, 1);
+  const std::string cos = g.node("Cos", {angle}), sin = g.node("Sin", {angle});
+  const std::string x = g.node("Sub", {g.node("Mul", {xf, cos}), g.node("Mul", {yf, sin})});
+  const std::string y = g.node("Add", {g.node("Mul", {xf, sin}), g.node("Mul", {yf, cos})});
+  return concat(g, {g.node("Add", {concat(g, {x, y}, 1), anchor_points}), g.node("Add", {lt, rb})}, 1);
+}
+
 }  // namespace
 
 std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::string>& xs, const DetectShapes& shapes,
@@ -326,7 +348,8 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
   auto& box_heads = end2end ? head.one2one_cv2 : head.cv2;
   auto& cls_heads = end2end ? head.one2one_cv3 : head.cv3;
   const std::int64_t nm = head.options.nm(), nk = head.nk();
-  std::vector<std::string> flat, anchors, strides, coefficients, keypoints;
+  const bool rotated = head.rotated();  // OBB: an angle per anchor, rotated boxes (xywh) and the angle last
+  std::vector<std::string> flat, anchors, strides, coefficients, keypoints, angles;
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string box, cls;
     {
@@ -342,6 +365,11 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
       coefficients.push_back(reshape(g, branch(g, *(end2end ? head.one2one_cv4 : head.cv4)[i], xs[i]), {0, nm, -1}));
     }
     if (nk > 0) keypoints.push_back(level_keypoints(g, head, end2end, i, xs[i]));  // Pose: [B, nk, h * w]
+    if (rotated) {  // OBB: the angle branch's raw [B, ne, h * w]
+      auto a = g.scope(end2end ? "one2one_cv4" : "cv4"), b = g.scope(std::to_string(i));
+      angles.push_back(reshape(g, branch(g, *(end2end ? head.one2one_cv4 : head.cv4)[i], xs[i]),
+                               {0, head.options.ne(), -1}));
+    }
     const std::string level = concat(g, {box, cls}, 1);  // [B, no, h, w]
     flat.push_back(reshape(g, level, {0, no, -1}));
     if (shapes.dynamic) {
@@ -371,25 +399,33 @@ std::string emit(OnnxGraph& g, nn::DetectImpl& head, const std::vector<std::stri
   const std::string distances = reg > 1 ? dfl(g, *head.dfl, raw) : raw;  // reg_max 1: no DFL (YOLO26)
   // dist2bbox times the stride, as Detect's decode: xywh, or xyxy for the end-to-end head.
   const std::string lt = slice(g, distances, 0, 2, 1), rb = slice(g, distances, 2, 4, 1);
-  const std::string x1y1 = g.node("Sub", {anchor_points, lt});
-  const std::string x2y2 = g.node("Add", {anchor_points, rb});
-  std::string box;
-  if (end2end) {
-    box = concat(g, {x1y1, x2y2}, 1);
+  std::string box, angle;
+  if (rotated) {  // OBB.decode_bboxes: dist2rbox by the angle, xywh for both heads
+    angle = decode_angle(g, head, angles);
+    box = rotated_box(g, lt, rb, angle, anchor_points);
   } else {
-    const std::string centre = g.node("Div", {g.node("Add", {x1y1, x2y2}), g.constant(std::vector<float>{2.0F}, {})});
-    box = concat(g, {centre, g.node("Sub", {x2y2, x1y1})}, 1);
+    const std::string x1y1 = g.node("Sub", {anchor_points, lt});
+    const std::string x2y2 = g.node("Add", {anchor_points, rb});
+    if (end2end) {
+      box = concat(g, {x1y1, x2y2}, 1);
+    } else {
+      const std::string sum = g.node("Add", {x1y1, x2y2});
+      const std::string centre = g.node("Div", {sum, g.constant(std::vector<float>{2.0F}, {})});
+      box = concat(g, {centre, g.node("Sub", {x2y2, x1y1})}, 1);
+    }
   }
   const std::string dbox = g.node("Mul", {box, stride_tensor});
   const std::string scores = g.node("Sigmoid", {slice(g, x_cat, 4 * reg, no, 1)});
   std::vector<std::string> parts{dbox, scores};
   if (nm > 0) parts.push_back(concat(g, coefficients, 2));  // Segment._inference: cat(boxes, scores, coefficients)
   if (nk > 0) parts.push_back(decode_keypoints(g, head, concat(g, keypoints, 2), kpt_anchors, kpt_strides));
+  if (rotated) parts.push_back(angle);  // OBB._inference: cat(boxes, scores, angle)
   if (!end2end) return concat(g, parts, 1, output);
   const std::string preds = g.node("Transpose", {concat(g, parts, 1)}, {{"perm", Ints{0, 2, 1}}});
   // Ultralytics exports k = max_det; fewer anchors than that (a tiny input) keep them all.
   const std::int64_t k = anchor_count > 0 ? std::min(head.options.max_det(), anchor_count) : head.options.max_det();
-  return end2end_topk(g, preds, head.options.nc(), nm > 0 ? nm : nk, k, output);
+  const std::int64_t extra = nm > 0 ? nm : nk > 0 ? nk : rotated ? head.options.ne() : 0;  // after the class
+  return end2end_topk(g, preds, head.options.nc(), extra, k, output);
 }
 
 }  // namespace yolotrain::exporter::detail

@@ -64,7 +64,8 @@ using namespace obb_runs;
 
 // An OBB run is a run like any other: Ultralytics 8.4's OBBTrainer columns (progress line, validation
 // table, results.csv with angle_loss), and SIGTERM mid-epoch then resume=true ends on the weights of the
-// run that was not stopped; its weights predict rotated boxes (save_txt: class, 4 corners, conf).
+// run that was not stopped; its weights predict rotated boxes (save_txt: class, 4 corners, conf) and
+// export to ONNX.
 TEST_CASE("an OBB run: Ultralytics' columns, and SIGTERM mid-epoch then resume=true end byte-identical",
           "[integration][obb]") {
   yt::TempDir tmp;
@@ -99,6 +100,11 @@ TEST_CASE("an OBB run: Ultralytics' columns, and SIGTERM mid-epoch then resume=t
   const std::vector<std::size_t> widths = label_widths(tmp / "pred" / "p" / "labels");
   CHECK_FALSE(widths.empty());
   for (std::size_t n : widths) CHECK(n == 1 + 8 + 1);  // class, x1 y1 .. x4 y4, conf
+  const yt::Finished exported =  // output0 with the angle: tests/unit/export/onnx_obb_test.cpp
+      yt::run_to_end({YOLO_TRAIN_PATH, "export", "model=" + best.string(), "format=onnx"}, tmp / "export-onnx.txt");
+  INFO(exported.output);
+  CHECK(exported.code == 0);
+  CHECK(fs::exists(run / "weights" / "best.onnx"));
 }
 
 // YOLO26-obb: E2ELoss around v8OBBLoss (reg_max 1: the L1 term) with weights that move per epoch — the
