@@ -1,6 +1,7 @@
 // yolo_dataset: check a YOLO dataset before a long run, or write the synthetic shapes dataset.
 //   yolo_dataset check DATA_YAML
-//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z] [--segments | --keypoints | --classes | --obb]
+//   yolo_dataset shapes OUT_DIR [--seed S] [--train N] [--val M] [--imgsz Z]
+//                [--segments | --keypoints | --classes | --obb]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -140,7 +140,8 @@ std::vector<cv::Point2d> turned(const std::vector<cv::Point2d>& polygon, cv::Poi
   std::vector<cv::Point2d> out;
   for (const auto& v : polygon) {
     const double dx = v.x - centre.x, dy = v.y - centre.y;
-    out.emplace_back(std::round((centre.x + dx * c - dy * s) * 16) / 16, std::round((centre.y + dx * s + dy * c) * 16) / 16);
+    out.emplace_back(std::round((centre.x + dx * c - dy * s) * 16) / 16,
+                     std::round((centre.y + dx * s + dy * c) * 16) / 16);
   }
   return out;
 }

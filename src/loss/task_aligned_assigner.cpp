@@ -31,8 +31,8 @@ void TaskAlignedAssigner::check_inputs(const at::Tensor& pd_scores, const at::Te
                 c10::str(anc_points.sizes()) + ", gt_labels " + c10::str(gt_labels.sizes()) +
                 ", gt_bboxes " + c10::str(gt_bboxes.sizes()) + ", mask_gt " +
                 c10::str(mask_gt.sizes()) +
-                "; expected [B,A,C], [B,A," + std::to_string(width) + "], [A,2], [B,M,1], [B,M," + std::to_string(width) +
-                "], [B,M,1]");
+                "; expected [B,A,C], [B,A," + std::to_string(width) + "], [A,2], [B,M,1], [B,M," +
+                std::to_string(width) + "], [B,M,1]");
   }
   if (gt_bboxes.size(1) > 0 && pd_scores.size(2) != num_classes_) {
     throw Error("TaskAlignedAssigner: pd_scores has " + std::to_string(pd_scores.size(2)) +

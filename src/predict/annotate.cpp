@@ -57,7 +57,8 @@ void draw_detections(data::Image& image, const std::vector<Detection>& boxes, co
     if (it->xywhr.size() == 5) {  // an OBB box: its corners, as integers (np.asarray(box, dtype=int))
       const std::vector<float> k = it->corners();
       std::vector<std::array<int, 2>> corners;
-      for (std::size_t q = 0; q + 1 < k.size(); q += 2) corners.push_back({static_cast<int>(k[q]), static_cast<int>(k[q + 1])});
+      for (std::size_t q = 0; q + 1 < k.size(); q += 2)
+        corners.push_back({static_cast<int>(k[q]), static_cast<int>(k[q + 1])});
       plots::draw_polygon_label(image, corners, label, it->cls, lw);
       continue;
     }

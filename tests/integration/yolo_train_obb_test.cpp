@@ -123,7 +123,7 @@ TEST_CASE("a YOLO26-obb run: l1 and angle terms, SIGTERM in its second epoch the
   check_obb_stopped_and_resumed(tmp, obb, 6, run);  // 4 batches per epoch: inside epoch 2
 }
 
-TEST_CASE("an OBB model on upright boxes exits 2 saying why; task=obb and compat=8.3 train their defaults",
+TEST_CASE("an OBB model on upright boxes exits 2 saying why, and task=obb with compat=8.3 trains its defaults",
           "[integration][obb]") {
   yt::TempDir tmp;
   const yt::Finished boxes =

@@ -23,9 +23,9 @@ struct TrainConfig {
   // --- what to train on
   /// "detect", "segment", "pose", "classify" or "obb"; empty: the model's (as Ultralytics infers it
   /// from the model). Setting it to segment (pose, classify, obb) turns the defaults into that task's:
-  /// model yolov8n.yaml -> yolov8n-seg.yaml (-pose, -cls, -obb), data shapes -> shapes-seg (shapes-pose,
-  /// shapes-cls, shapes-obb), project runs/detect -> runs/segment (runs/pose, runs/classify, runs/obb), and for classify
-  /// imgsz 640 -> 224; values given stay. A model of another task wins, with
+  /// model yolov8n.yaml -> yolov8n-seg.yaml (-pose, -cls, -obb), data shapes -> shapes-seg
+  /// (shapes-pose, shapes-cls, shapes-obb), project runs/detect -> runs/segment (runs/pose,
+  /// runs/classify, runs/obb), and for classify imgsz 640 -> 224; values given stay. A model of another task wins, with
   /// a warning (Ultralytics' "conflicting 'task=...'").
   std::string task;
   std::string model = "yolov8n.yaml";  ///< model YAML (name or path), or a checkpoint / safetensors

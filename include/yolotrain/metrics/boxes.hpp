@@ -22,7 +22,8 @@ at::Tensor& clip_boxes(at::Tensor& boxes, std::array<int64_t, 2> shape);
 
 /// Maps xyxy (or xywh) boxes [..., >=4] in place from the network input of `img1_shape` (h, w)
 /// back to the original image of `img0_shape` (h, w): subtract the padding, divide by the gain,
-/// clip (unless `clip` is false: 8.4 leaves xywh boxes unclipped, its OBBPredictor's). Without `ratio_pad` the gain and the padding are recomputed as a centred letterbox
+/// clip (unless `clip` is false: 8.4 leaves xywh boxes unclipped, its OBBPredictor's). Without
+/// `ratio_pad` the gain and the padding are recomputed as a centred letterbox
 /// (Python's round-half-to-even on the padding). Returns `boxes`.
 at::Tensor& scale_boxes(std::array<int64_t, 2> img1_shape, at::Tensor& boxes,
                         std::array<int64_t, 2> img0_shape,

@@ -370,7 +370,8 @@ TEST_CASE("val of Ultralytics' own shapes-cls checkpoints gives Ultralytics' own
 TEST_CASE("val of Ultralytics' own shapes-obb checkpoints gives Ultralytics' own figures", "[engine][obb]") {
   namespace fs = std::filesystem;
   yolotrain::test::TempDir tmp;
-  const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-obb", yolotrain::data::shapes_obb_options());
+  const fs::path data =
+      yolotrain::data::write_shapes_dataset(tmp / "shapes-obb", yolotrain::data::shapes_obb_options());
   for (const std::string model : {"yolo11n-obb", "yolov8n-obb", "yolo26n-obb"}) {
     const fs::path ref_file =
         fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_obb_" + model + ".json");
