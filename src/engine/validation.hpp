@@ -20,8 +20,9 @@ namespace yolotrain::engine {
 /// One validation pass over a loader (as Ultralytics' DetectionValidator): eval mode, NMS at
 /// conf 0.001 (an OBB model: 0.01, as Ultralytics' BaseValidator) with multi-label, statistics on
 /// the original image sizes, and the loss on the raw outputs when a criterion is given. A
-/// segmentation model is validated as Ultralytics' SegmentationValidator does: each detection's mask from its coefficients and the prototypes
-/// (process_mask, at the prototypes' resolution), matched with the label masks by mask IoU.
+/// segmentation model is validated as Ultralytics' SegmentationValidator does: each detection's
+/// mask from its coefficients and the prototypes (process_mask, at the prototypes' resolution),
+/// matched with the label masks by mask IoU.
 struct ValidationPass {
   nn::DetectionModel net;
   data::Loader* loader = nullptr;

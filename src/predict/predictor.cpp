@@ -234,7 +234,7 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
     }
     const auto a = det.accessor<float, 2>();
     for (std::int64_t r = 0; r < det.size(0); ++r) {
-      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), "", {}, {}, {}, 0};
+      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), "", {}, {}, {}, 0, {}};
       if (keypoints.defined()) {
         const at::Tensor k = keypoints[r].contiguous();
         d.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
