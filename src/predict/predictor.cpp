@@ -234,7 +234,9 @@ std::vector<Prediction> Predictor::Impl::run(const std::vector<const data::Image
     }
     const auto a = det.accessor<float, 2>();
     for (std::int64_t r = 0; r < det.size(0); ++r) {
-      Detection d{a[r][0], a[r][1], a[r][2], a[r][3], a[r][4], static_cast<std::int64_t>(a[r][5]), "", {}, {}, {}, 0, {}};
+      Detection d;
+      d.x1 = a[r][0], d.y1 = a[r][1], d.x2 = a[r][2], d.y2 = a[r][3], d.conf = a[r][4];
+      d.cls = static_cast<std::int64_t>(a[r][5]);
       if (keypoints.defined()) {
         const at::Tensor k = keypoints[r].contiguous();
         d.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());

@@ -3,7 +3,11 @@
 // shapes set, its exported weights, and those of the uninterrupted run (computed once per process).
 #include "catch.hpp"
 
+#include <signal.h>
+
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +51,28 @@ inline const std::string& baseline() {
     return exported_weights(dir / "run", dir / "export.txt");
   }();
   return weights;
+}
+
+/// The command line of a run in `project` with `extra` arguments (a task's data and model).
+using RunArgs = std::function<std::vector<std::string>(const fs::path& project, std::vector<std::string> extra)>;
+
+/// A run of `args(tmp, extra)` stopped by SIGTERM once `step` steps are done (exit 143), then resumed
+/// with resume=true: it says so, and its weights are the uninterrupted run's in `straight`, to the byte.
+inline void check_stopped_and_resumed(const TempDir& tmp, const RunArgs& args, const std::vector<std::string>& extra,
+                                      std::int64_t step, const fs::path& straight) {
+  using namespace std::chrono_literals;
+  const fs::path dir = tmp / "run";
+  Child child = spawn(args(tmp.path(), extra), tmp / "out1.txt");
+  REQUIRE(wait_for_step(dir, step));
+  kill(child.pid, SIGTERM);
+  CHECK(wait_exit(child, 120s) == 143);
+  std::vector<std::string> again = extra;
+  again.push_back("resume=true");
+  const Finished resumed = run_to_end(args(tmp.path(), again), tmp / "out2.txt");
+  INFO(resumed.output);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
+  CHECK(exported_weights(dir, tmp / "export.txt") == exported_weights(straight, tmp / "export-straight.txt"));
 }
 
 }  // namespace yolotrain::test

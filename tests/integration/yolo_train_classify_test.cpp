@@ -52,18 +52,7 @@ TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch the
   CHECK(fs::exists(run / "confusion_matrix.png"));
   CHECK_FALSE(fs::exists(run / "labels.jpg"));
 
-  const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(cls_args(tmp.path(), cls), tmp / "out1.txt");
-  REQUIRE(yt::wait_for_step(dir, 3));  // 4 batches per epoch: inside the first
-  kill(child.pid, SIGTERM);
-  CHECK(yt::wait_exit(child, 120s) == 143);
-  std::vector<std::string> again = cls;
-  again.push_back("resume=true");
-  const yt::Finished resumed = yt::run_to_end(cls_args(tmp.path(), again), tmp / "out2.txt");
-  INFO(resumed.output);
-  CHECK(resumed.code == 0);
-  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
+  yt::check_stopped_and_resumed(tmp, cls_args, cls, 3, run);  // 4 batches per epoch: inside the first
 
   // Its weights predict (save_txt: Ultralytics' "0.87 name" line per top class, the 4 classes here),
   // validate, and export to ONNX (output0 the probabilities: tests/unit/export/onnx_classify_test.cpp).

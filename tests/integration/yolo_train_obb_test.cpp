@@ -24,25 +24,6 @@ std::vector<std::string> obb_args(const fs::path& project, std::vector<std::stri
   return a;
 }
 
-// A run stopped by SIGTERM once `step` steps are done, then resumed: its weights are the
-// uninterrupted run's (`straight`), to the byte.
-void check_obb_stopped_and_resumed(const yt::TempDir& tmp, const std::vector<std::string>& obb, std::int64_t step,
-                               const fs::path& straight) {
-  const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(obb_args(tmp.path(), obb), tmp / "out1.txt");
-  REQUIRE(yt::wait_for_step(dir, step));
-  kill(child.pid, SIGTERM);
-  CHECK(yt::wait_exit(child, 120s) == 143);
-  std::vector<std::string> again = obb;
-  again.push_back("resume=true");
-  const yt::Finished resumed = yt::run_to_end(obb_args(tmp.path(), again), tmp / "out2.txt");
-  INFO(resumed.output);
-  CHECK(resumed.code == 0);
-  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(dir, tmp / "export.txt") ==
-        yt::exported_weights(straight, tmp / "export-straight.txt"));
-}
-
 // The rows of every save_txt file under `labels`, each as its number of columns.
 std::vector<std::size_t> label_widths(const fs::path& labels) {
   std::vector<std::size_t> widths;
@@ -86,7 +67,7 @@ TEST_CASE("an OBB run: Ultralytics' columns, and SIGTERM mid-epoch then resume=t
   REQUIRE(csv.rows.size() == 2);
   CHECK(csv.at(1, "train/angle_loss") > 0);
   CHECK(csv.at(1, "val/angle_loss") > 0);
-  check_obb_stopped_and_resumed(tmp, obb, 3, run);
+  yt::check_stopped_and_resumed(tmp, obb_args, obb, 3, run);
 
   const fs::path best = run / "weights" / "best.ytckpt";
   const yt::Finished predicted = yt::run_to_end(
@@ -120,7 +101,7 @@ TEST_CASE("a YOLO26-obb run: l1 and angle terms, SIGTERM in its second epoch the
   const yt::Csv csv = yt::read_results(run / "results.csv");
   CHECK(csv.at(0, "train/l1_loss") > 0);
   CHECK(csv.at(0, "train/angle_loss") > 0);
-  check_obb_stopped_and_resumed(tmp, obb, 6, run);  // 4 batches per epoch: inside epoch 2
+  yt::check_stopped_and_resumed(tmp, obb_args, obb, 6, run);  // 4 batches per epoch: inside epoch 2
 }
 
 TEST_CASE("an OBB model on upright boxes exits 2 saying why, and task=obb with compat=8.3 trains its defaults",

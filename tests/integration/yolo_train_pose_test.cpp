@@ -24,24 +24,6 @@ std::vector<std::string> pose_args(const fs::path& project, std::vector<std::str
   return a;
 }
 
-// A run stopped by SIGTERM once `step` steps are done, then resumed: its weights are the
-// uninterrupted run's (`straight`), to the byte.
-void check_stopped_and_resumed(const yt::TempDir& tmp, const std::vector<std::string>& pose, std::int64_t step,
-                               const fs::path& straight) {
-  const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(pose_args(tmp.path(), pose), tmp / "out1.txt");
-  REQUIRE(yt::wait_for_step(dir, step));
-  kill(child.pid, SIGTERM);
-  CHECK(yt::wait_exit(child, 120s) == 143);
-  std::vector<std::string> again = pose;
-  again.push_back("resume=true");
-  const yt::Finished resumed = yt::run_to_end(pose_args(tmp.path(), again), tmp / "out2.txt");
-  INFO(resumed.output);
-  CHECK(resumed.code == 0);
-  CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(dir, tmp / "export.txt") ==
-        yt::exported_weights(straight, tmp / "export-straight.txt"));
-}
 
 }  // namespace
 
@@ -71,7 +53,7 @@ TEST_CASE("a pose run: Ultralytics' pose columns, and SIGTERM mid-epoch then res
   CHECK(csv.at(1, "train/pose_loss") > 0);
   CHECK(csv.at(1, "train/kobj_loss") > 0);
   CHECK(csv.at(1, "val/pose_loss") > 0);
-  check_stopped_and_resumed(tmp, pose, 3, run);
+  yt::check_stopped_and_resumed(tmp, pose_args, pose, 3, run);
 
   // Its weights predict keypoints (save_txt: class, box, 5 x (x y visibility), conf per line) and
   // export to ONNX (output0 with the keypoints: tests/unit/export/onnx_pose_test.cpp).
@@ -115,7 +97,7 @@ TEST_CASE("a YOLO26-pose run: its rle_loss, and SIGTERM in its second epoch then
   const yt::Csv csv = yt::read_results(run / "results.csv");
   CHECK(csv.at(0, "train/l1_loss") > 0);  // reg_max 1: no DFL
   CHECK(csv.at(0, "train/rle_loss") != 0);
-  check_stopped_and_resumed(tmp, pose, 6, run);  // 4 batches per epoch: inside epoch 2
+  yt::check_stopped_and_resumed(tmp, pose_args, pose, 6, run);  // 4 batches per epoch: inside epoch 2
 }
 
 TEST_CASE("a pose model on box labels, and a detection model on pose labels, exit 2 saying why",

@@ -63,9 +63,7 @@ class OBBTask : public Task {
   }
 
   void fill_validation(EpochMetrics& m, const ValidationReport& r) const override {
-    set_box_figures(m, r.metrics, "B");
-    set_validation_losses(m, terms_, r);
-    m.fitness = r.metrics.fitness;
+    fill_box_validation(m, terms_, r);
   }
 
  private:

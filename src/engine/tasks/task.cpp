@@ -48,6 +48,12 @@ void set_box_figures(EpochMetrics& m, const metrics::DetMetrics& metrics, const 
   }
 }
 
+void fill_box_validation(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report) {
+  set_box_figures(m, report.metrics, "B");
+  set_validation_losses(m, terms, report);
+  m.fitness = report.metrics.fitness;
+}
+
 void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report) {
   for (std::size_t i = 0; i < terms.size() && i < report.loss.size(); ++i) m.set("val/" + terms[i], report.loss[i]);
 }

@@ -91,6 +91,9 @@ loss::LossGains loss_gains(const TrainConfig& cfg);
 std::vector<std::string> box_metric_keys(const std::string& suffix);
 /// Sets the epoch's metrics/*(suffix) figures from `metrics` (P, R, mAP50, mAP50-95).
 void set_box_figures(EpochMetrics& m, const metrics::DetMetrics& metrics, const std::string& suffix);
+/// A boxes-only task's fill_validation (detection, OBB): the box figures, the validation losses and
+/// DetMetrics' fitness.
+void fill_box_validation(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report);
 /// Sets the epoch's val/<term> figures from the report's mean validation loss (nothing without).
 void set_validation_losses(EpochMetrics& m, const std::vector<std::string>& terms, const ValidationReport& report);
 

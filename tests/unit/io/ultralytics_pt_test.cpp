@@ -178,7 +178,7 @@ TEST_CASE("read_ultralytics_pt names what is wrong with a file it cannot read", 
                                                  "cultralytics.nn.tasks\nRTDETRDetectionModel\n)\x81}bs."));
   CHECK_THAT(error_reading(tmp / "rtdetr.pt"),
              Catch::Contains("ultralytics.nn.tasks.RTDETRDetectionModel") &&
-                 Catch::Contains("detection, segmentation, pose and classification models"));
+                 Catch::Contains("detection, segmentation, pose, classification and OBB models"));
 
   // {'model': DetectionModel with a child layer '0' of a class yolotrain does not have}
   write_archive(tmp / "attn.pt",

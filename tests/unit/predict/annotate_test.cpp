@@ -26,7 +26,7 @@ TEST_CASE("class colours are Ultralytics' palette in BGR", "[predict]") {
 
 TEST_CASE("draw_detections draws boxes in the class colour with a label above", "[predict]") {
   Image im(200, 300, 50);
-  Detection d{100, 80, 200, 150, 0.87f, 0, "cell", {}, {}};
+  Detection d{100, 80, 200, 150, 0.87f, 0, "cell", {}, {}, {}, 0, {}};
   draw_detections(im, {d});
   // Default line width: max(round((200 + 300 + 3) / 2 * 0.003), 2) = 2; the box's left edge.
   CHECK(pixel_at(im, 115, 100) == class_color(0));
