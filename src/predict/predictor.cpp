@@ -1,7 +1,5 @@
 #include "yolotrain/predict/predictor.hpp"
 
-#include "yolotrain/data/rotated_boxes.hpp"
-
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
@@ -16,6 +14,7 @@
 #include "instance_masks.hpp"
 #include "onednn_net.hpp"
 #include "yolotrain/data/augment.hpp"
+#include "yolotrain/data/rotated_boxes.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/metrics/boxes.hpp"

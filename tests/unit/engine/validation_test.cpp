@@ -324,6 +324,55 @@ TEST_CASE("val of Ultralytics' own shapes-pose checkpoints gives Ultralytics' ow
   }
 }
 
+// The same on real photographs with COCO's 17 keypoints: -pose models Ultralytics' own trainer wrote on
+// ../shared/datasets/coco8-pose (scripts/ultralytics84_train.py at 320 px from scratch, many epochs over
+// its 4 training images), validated on those 4 images (a data.yaml whose val is the train split: the
+// models learned them; the 4 val images would give zeros) at 320 by Ultralytics (-> data/
+// ultralytics84_coco8_pose_<model>.json) and here: box and pose figures to 1e-3. The checkpoints:
+// coco8pose_<model>/best.pt from $YOLOTRAIN_POSE_WEIGHTS or ../shared/weights/ultralytics.
+TEST_CASE("val of Ultralytics' own coco8-pose checkpoints gives Ultralytics' own box and pose figures",
+          "[engine][pose]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(YOLOTRAIN_SHARED_DIR) / "datasets" / "coco8-pose";
+  if (!fs::exists(root / "data.yaml")) {
+    WARN("skipped: no " << (root / "data.yaml").string());
+    return;
+  }
+  yolotrain::test::TempDir tmp;
+  const fs::path data = tmp / "coco8-pose-train.yaml";
+  std::ofstream(data) << "path: " << root.string() << "\ntrain: images/train\nval: images/train\nnc: 1\n"
+                      << "names:\n  0: person\nkpt_shape: [17, 3]\n"
+                      << "flip_idx: [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]\n";
+  for (const std::string model : {"yolo11n-pose", "yolov8n-pose", "yolo26n-pose"}) {
+    const fs::path ref_file =
+        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_coco8_pose_" + model + ".json");
+    if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
+    const fs::path best = trained_checkpoint("YOLOTRAIN_POSE_WEIGHTS", "coco8pose_" + model);
+    if (best.empty()) {
+      WARN("skipped: no coco8pose_" << model << "/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
+                                    << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
+                                    << " (make it with scripts/ultralytics84_train.py)");
+      continue;
+    }
+    INFO(model << " " << best.string());
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+    const en::ValidationReport r = en::validate(en::val_config(
+        {"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16", "device=cpu", "workers=2",
+         "plots=false", "project=" + (tmp / model).string()}));
+    REQUIRE(r.pose_metrics);
+    CHECK(r.images == 4);
+    {
+      INFO("box");
+      check_figures(r.metrics, ref["box"]);
+    }
+    {
+      INFO("pose");
+      check_figures(*r.pose_metrics, ref["pose"]);
+    }
+  }
+}
+
 // `yolo_train val` of -cls checkpoints trained by Ultralytics 8.4.117's own trainer on shapes-cls
 // (scripts/ultralytics84_train.py, 20 epochs at 64 px with auto_augment=None erasing=0 scale=0.2)
 // against its own standalone validation (scripts/ultralytics84_val.py) at imgsz 64 (the images'
