@@ -282,6 +282,42 @@ TEST_CASE("val of a segmentation model on box labels says it needs polygons", "[
                     Catch::Contains("needs polygon labels") && Catch::Contains("112 boxes and 0 polygons"));
 }
 
+namespace {
+
+// `yolo_train val` of the -pose checkpoint `folder`/best.pt (from $YOLOTRAIN_POSE_WEIGHTS or ../shared/
+// weights/ultralytics) on `data` at `imgsz` against Ultralytics' own figures in data/`reference`.json: box
+// and pose, all and per class, to 1e-3; the checkpoint's SHA-256 checked. Skips saying so without it.
+void check_pose_checkpoint(const std::filesystem::path& data, const std::string& imgsz, const std::string& folder,
+                           const std::string& reference, const std::filesystem::path& project) {
+  namespace fs = std::filesystem;
+  const fs::path ref_file = fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / (reference + ".json");
+  if (!fs::exists(ref_file)) return;  // no reference made for this model yet
+  const fs::path best = trained_checkpoint("YOLOTRAIN_POSE_WEIGHTS", folder);
+  if (best.empty()) {
+    WARN("skipped: no " << folder << "/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
+                        << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
+                        << " (make it with scripts/ultralytics84_train.py)");
+    return;
+  }
+  INFO(folder << " " << best.string());
+  const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+  REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
+  const en::ValidationReport r = en::validate(
+      en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=" + imgsz, "batch=16", "device=cpu",
+                      "workers=2", "plots=false", "project=" + project.string()}));
+  REQUIRE(r.pose_metrics);
+  {
+    INFO("box");
+    check_figures(r.metrics, ref["box"]);
+  }
+  {
+    INFO("pose");
+    check_figures(*r.pose_metrics, ref["pose"]);
+  }
+}
+
+}  // namespace
+
 // Ultralytics 8.4.117's own validation (scripts/ultralytics84_val.py -> data/
 // ultralytics84_shapes_pose_<model>.json) of -pose models its own trainer wrote on the built-in
 // shapes-pose (20 epochs at 160 px): box and pose P, R, mAP50, mAP50-95 (OKS, sigmas 1/5), all and
@@ -296,31 +332,7 @@ TEST_CASE("val of Ultralytics' own shapes-pose checkpoints gives Ultralytics' ow
   shapes.keypoints = true;  // data=shapes-pose's set: seed 0, 256 + 64 images of 320 px
   const fs::path data = yolotrain::data::write_shapes_dataset(tmp / "shapes-pose", shapes);
   for (const std::string model : {"yolo11n-pose", "yolov8n-pose", "yolo26n-pose"}) {
-    const fs::path ref_file =
-        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_pose_" + model + ".json");
-    if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
-    const fs::path best = trained_checkpoint("YOLOTRAIN_POSE_WEIGHTS", "shapespose_" + model);
-    if (best.empty()) {
-      WARN("skipped: no shapespose_" << model << "/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
-                                     << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
-                                     << " (make it with scripts/ultralytics84_train.py)");
-      continue;
-    }
-    INFO(model << " " << best.string());
-    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
-    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
-    const en::ValidationReport r = en::validate(en::val_config(
-        {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
-         "plots=false", "project=" + (tmp / model).string()}));
-    REQUIRE(r.pose_metrics);
-    {
-      INFO("box");
-      check_figures(r.metrics, ref["box"]);
-    }
-    {
-      INFO("pose");
-      check_figures(*r.pose_metrics, ref["pose"]);
-    }
+    check_pose_checkpoint(data, "160", "shapespose_" + model, "ultralytics84_shapes_pose_" + model, tmp / model);
   }
 }
 
@@ -344,32 +356,7 @@ TEST_CASE("val of Ultralytics' own coco8-pose checkpoints gives Ultralytics' own
                       << "names:\n  0: person\nkpt_shape: [17, 3]\n"
                       << "flip_idx: [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]\n";
   for (const std::string model : {"yolo11n-pose", "yolov8n-pose", "yolo26n-pose"}) {
-    const fs::path ref_file =
-        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_coco8_pose_" + model + ".json");
-    if (!fs::exists(ref_file)) continue;  // no reference made for this model yet
-    const fs::path best = trained_checkpoint("YOLOTRAIN_POSE_WEIGHTS", "coco8pose_" + model);
-    if (best.empty()) {
-      WARN("skipped: no coco8pose_" << model << "/best.pt in $YOLOTRAIN_POSE_WEIGHTS nor "
-                                    << (fs::path(YOLOTRAIN_SHARED_DIR) / "weights/ultralytics").string()
-                                    << " (make it with scripts/ultralytics84_train.py)");
-      continue;
-    }
-    INFO(model << " " << best.string());
-    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
-    REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
-    const en::ValidationReport r = en::validate(en::val_config(
-        {"model=" + best.string(), "data=" + data.string(), "imgsz=320", "batch=16", "device=cpu", "workers=2",
-         "plots=false", "project=" + (tmp / model).string()}));
-    REQUIRE(r.pose_metrics);
-    CHECK(r.images == 4);
-    {
-      INFO("box");
-      check_figures(r.metrics, ref["box"]);
-    }
-    {
-      INFO("pose");
-      check_figures(*r.pose_metrics, ref["pose"]);
-    }
+    check_pose_checkpoint(data, "320", "coco8pose_" + model, "ultralytics84_coco8_pose_" + model, tmp / model);
   }
 }
 
