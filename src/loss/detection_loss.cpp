@@ -8,6 +8,7 @@
 
 #include "class_term.hpp"
 #include "head_parts.hpp"
+#include "loss_inputs.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/nn/anchors.hpp"
@@ -22,41 +23,6 @@ using detail::split_levels;
 namespace {
 
 using at::indexing::Slice;
-
-std::string shape(const at::Tensor& t) {
-  return t.defined() ? c10::str(t.sizes()) : std::string("(undefined)");
-}
-
-// Checks the batch fields and returns them as one [N, 6] float tensor (idx, cls, x, y, w, h).
-at::Tensor batch_targets(const Targets& t, int64_t batch_size, int64_t nc,
-                         const at::TensorOptions& options) {
-  if (!t.batch_idx.defined() || !t.cls.defined() || !t.bboxes.defined()) {
-    throw Error("DetectionLoss: targets.batch_idx, targets.cls and targets.bboxes must all be set "
-                "(use empty tensors [0], [0, 1], [0, 4] for a batch without boxes)");
-  }
-  const int64_t n = t.batch_idx.numel();
-  if (t.cls.numel() != n || t.bboxes.dim() != 2 || t.bboxes.size(0) != n || t.bboxes.size(1) != 4) {
-    throw Error("DetectionLoss: targets disagree: batch_idx " + shape(t.batch_idx) + ", cls " +
-                shape(t.cls) + ", bboxes " + shape(t.bboxes) +
-                "; expected [N], [N, 1] and [N, 4] (normalized xywh)");
-  }
-  if (n > 0) {
-    const at::Tensor idx = t.batch_idx.to(at::kDouble);
-    const at::Tensor cls = t.cls.to(at::kDouble);
-    if (idx.min().item<double>() < 0 || idx.max().item<double>() >= batch_size) {
-      throw Error("DetectionLoss: targets.batch_idx holds values outside [0, " +
-                  std::to_string(batch_size) + ") for a batch of " + std::to_string(batch_size) +
-                  " images; fix the image indices of the targets");
-    }
-    if (cls.min().item<double>() < 0 || cls.max().item<double>() >= nc) {
-      throw Error("DetectionLoss: targets.cls holds values outside [0, " + std::to_string(nc) +
-                  "); check the labels against the model's number of classes");
-    }
-  }
-  return at::cat({t.batch_idx.reshape({-1, 1}).to(options), t.cls.reshape({-1, 1}).to(options),
-                  t.bboxes.to(options)},
-                 1);
-}
 
 }  // namespace
 
@@ -96,20 +62,7 @@ DetectionLoss::DetectionLoss(DetectionLossOptions options, LossGains gains)
 }
 
 void DetectionLoss::check_feats(const std::vector<at::Tensor>& feats) const {
-  const int64_t no = options_.nc + 4 * options_.reg_max;
-  if (feats.size() != options_.strides.size()) {
-    throw Error("DetectionLoss: got " + std::to_string(feats.size()) + " output levels but " +
-                std::to_string(options_.strides.size()) +
-                " strides; pass the model's raw per-level outputs");
-  }
-  for (size_t i = 0; i < feats.size(); ++i) {
-    const at::Tensor& f = feats[i];
-    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0) ||
-        f.size(0) < 1 || f.size(2) < 1 || f.size(3) < 1) {
-      throw Error("DetectionLoss: output level " + std::to_string(i) + " has shape " + shape(f) +
-                  "; expected [B, " + std::to_string(no) + " (4*reg_max + nc), H, W]");
-    }
-  }
+  detail::check_level_outputs(feats, options_, "DetectionLoss");
 }
 
 at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
@@ -118,13 +71,14 @@ at::Tensor DetectionLoss::preprocess(const Targets& targets, int64_t batch_size,
   const at::Tensor scale = imgsz_hw.flip(0).repeat({2});  // w, h, w, h (on its device: no host copy)
   if (targets.padded.defined()) {  // [B, M, 5] already: scaled to pixels, xyxy
     if (targets.padded.dim() != 3 || targets.padded.size(0) != batch_size || targets.padded.size(2) != 5) {
-      throw Error("DetectionLoss: targets.padded has shape " + shape(targets.padded) + "; expected [" +
+      throw Error("DetectionLoss: targets.padded has shape " + detail::shape_text(targets.padded) + "; expected [" +
                   std::to_string(batch_size) + ", M, 5] (class, normalized xywh per image)");
     }
     const at::Tensor p = targets.padded.to(options);
     return at::cat({p.slice(2, 0, 1), xywh2xyxy(p.slice(2, 1, 5) * scale)}, 2);
   }
-  const at::Tensor t = batch_targets(targets, batch_size, options_.nc, options);
+  const at::Tensor t =
+      detail::target_rows(targets, batch_size, options_.nc, options, 4, "normalized xywh", "DetectionLoss");
   if (t.size(0) == 0) return at::zeros({batch_size, 0, 5}, options);
   const at::Tensor i = t.select(1, 0);
   const at::Tensor counts = std::get<2>(at::_unique2(i, true, false, true));

@@ -8,54 +8,15 @@
 #include <string>
 
 #include "head_parts.hpp"
+#include "loss_inputs.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/loss/rotated_box_ops.hpp"
 #include "yolotrain/nn/anchors.hpp"
 
 namespace yolotrain::loss {
-namespace {
 
-std::string shape_of(const at::Tensor& t) { return t.defined() ? c10::str(t.sizes()) : std::string("(undefined)"); }
-
-void check_feats(const std::vector<at::Tensor>& feats, const DetectionLossOptions& o) {
-  const int64_t no = o.nc + 4 * o.reg_max;
-  if (feats.size() != o.strides.size()) {
-    throw Error("OBBLoss: got " + std::to_string(feats.size()) + " output levels but " +
-                std::to_string(o.strides.size()) + " strides; pass the model's raw per-level outputs");
-  }
-  for (std::size_t i = 0; i < feats.size(); ++i) {
-    const at::Tensor& f = feats[i];
-    if (!f.defined() || f.dim() != 4 || f.size(1) != no || f.size(0) != feats[0].size(0)) {
-      throw Error("OBBLoss: output level " + std::to_string(i) + " has shape " + shape_of(f) + "; expected [B, " +
-                  std::to_string(no) + " (4*reg_max + nc), H, W]");
-    }
-  }
-}
-
-// The batch's boxes as one [N, 7] tensor (image, class, x, y, w, h, angle), checked.
-at::Tensor rows_of(const Targets& t, int64_t batch_size, int64_t nc, const at::TensorOptions& options) {
-  const int64_t n = t.batch_idx.defined() ? t.batch_idx.numel() : -1;
-  if (n < 0 || !t.cls.defined() || t.cls.numel() != n || !t.bboxes.defined() || t.bboxes.dim() != 2 ||
-      t.bboxes.size(0) != n || t.bboxes.size(1) != 5) {
-    throw Error("OBBLoss: targets disagree: batch_idx " + shape_of(t.batch_idx) + ", cls " + shape_of(t.cls) +
-                ", bboxes " + shape_of(t.bboxes) + "; expected [N], [N, 1] and [N, 5] (normalized xywh and the "
-                "angle: an OBB dataset's boxes, data::LoaderOptions::obb)");
-  }
-  if (n > 0) {
-    const at::Tensor idx = t.batch_idx.to(at::kDouble), cls = t.cls.to(at::kDouble);
-    if (idx.min().item<double>() < 0 || idx.max().item<double>() >= batch_size)
-      throw Error("OBBLoss: targets.batch_idx holds values outside [0, " + std::to_string(batch_size) + ")");
-    if (cls.min().item<double>() < 0 || cls.max().item<double>() >= nc)
-      throw Error("OBBLoss: targets.cls holds values outside [0, " + std::to_string(nc) +
-                  "); check the labels against the model's number of classes");
-  }
-  return at::cat({t.batch_idx.reshape({-1, 1}).to(options), t.cls.reshape({-1, 1}).to(options),
-                  t.bboxes.to(options)},
-                 1);
-}
-
-}  // namespace
+using detail::shape_text;
 
 OBBLoss::OBBLoss(DetectionLossOptions options, LossGains gains, OBBLossOptions obb)
     : options_(std::move(options)),
@@ -71,30 +32,26 @@ OBBLoss::OBBLoss(DetectionLossOptions options, LossGains gains, OBBLossOptions o
 
 at::Tensor OBBLoss::preprocess(const Targets& targets, int64_t batch_size, const at::Tensor& imgsz_hw) const {
   const auto options = imgsz_hw.options();
-  at::Tensor t = rows_of(targets, batch_size, options_.nc, options);
+  at::Tensor t = detail::target_rows(targets, batch_size, options_.nc, options, 5,
+                                     "normalized xywh and the angle: an OBB dataset's boxes, data::LoaderOptions::obb",
+                                     "OBBLoss");
   const double h = imgsz_hw[0].item<double>(), w = imgsz_hw[1].item<double>();
   t = t.index({(t.select(1, 4) * w >= 2).logical_and_(t.select(1, 5) * h >= 2)});  // tiny boxes out
   if (t.size(0) == 0) return at::zeros({batch_size, 0, 6}, options);
-  const at::Tensor image = t.select(1, 0).to(at::kLong);
-  const at::Tensor counts = at::zeros({batch_size}, image.options()).scatter_add_(0, image, at::ones_like(image));
-  const at::Tensor offsets = at::cat({at::zeros({1}, image.options()), counts.cumsum(0)});
-  const at::Tensor within = at::arange(image.size(0), image.options()) - offsets.index({image});
   at::Tensor packed = t.slice(1, 1).clone();
   packed.slice(1, 1, 5).mul_(imgsz_hw.flip(0).repeat({2}));  // x, y, w, h in pixels
-  at::Tensor out = at::zeros({batch_size, counts.max().item<int64_t>(), 6}, options);
-  out.index_put_({image, within}, packed);
-  return out;
+  return detail::pack_per_image(packed, t.select(1, 0).to(at::kLong), batch_size);
 }
 
 LossOutput OBBLoss::operator()(const OBBOutputs& out, const Targets& targets) const {
-  check_feats(out.feats, options_);
+  detail::check_level_outputs(out.feats, options_, "OBBLoss");
   const int64_t b = out.feats[0].size(0), nc = options_.nc, reg_max = options_.reg_max;
   const detail::LevelParts parts = detail::split_levels(out.feats, nc, reg_max);
   const at::Tensor pred_distri = detail::anchors_last(parts.distri), pred_scores = detail::anchors_last(parts.logits);
   const int64_t anchors_n = pred_scores.size(1);
   if (!out.angle.defined() || out.angle.dim() != 3 || out.angle.size(0) != b || out.angle.size(1) != 1 ||
       out.angle.size(2) != anchors_n) {
-    throw Error("OBBLoss: angle " + shape_of(out.angle) + "; expected [" + std::to_string(b) + ", 1, " +
+    throw Error("OBBLoss: angle " + shape_text(out.angle) + "; expected [" + std::to_string(b) + ", 1, " +
                 std::to_string(anchors_n) + "] (an OBB head's HeadOutputs::angle)");
   }
   const at::Tensor pred_angle = out.angle.permute({0, 2, 1}).contiguous();

@@ -5,13 +5,15 @@
 
 #include <string>
 
+#include "loss_inputs.hpp"
 #include "yolotrain/error.hpp"
 #include "yolotrain/nn/anchors.hpp"
 
 namespace yolotrain::loss {
 namespace {
 
-std::string shape_text(const at::Tensor& t) { return t.defined() ? c10::str(t.sizes()) : std::string("(undefined)"); }
+using detail::pack_per_image;
+using detail::shape_text;
 
 bool coco_shape(const std::vector<int64_t>& kpt_shape) { return kpt_shape == std::vector<int64_t>{17, 3}; }
 
@@ -35,13 +37,7 @@ at::Tensor keypoint_location_loss(const at::Tensor& pred, const at::Tensor& gt_x
 // _select_target_keypoints: each anchor's assigned GT's keypoints, [B, A, n, dims].
 at::Tensor select_target_keypoints(const at::Tensor& keypoints, const at::Tensor& batch_idx,
                                    const at::Tensor& target_gt_idx, int64_t batch_size) {
-  const at::Tensor image = batch_idx.reshape({-1}).to(at::kLong);
-  const at::Tensor counts = at::zeros({batch_size}, image.options()).scatter_add_(0, image, at::ones_like(image));
-  const at::Tensor offsets = at::cat({at::zeros({1}, image.options()), counts.cumsum(0)});
-  const at::Tensor within = at::arange(image.size(0), image.options()) - offsets.index({image});
-  const int64_t most = counts.max().item<int64_t>();
-  at::Tensor batched = at::zeros({batch_size, most, keypoints.size(1), keypoints.size(2)}, keypoints.options());
-  batched.index_put_({image, within}, keypoints);
+  const at::Tensor batched = pack_per_image(keypoints, batch_idx.reshape({-1}).to(at::kLong), batch_size);
   const at::Tensor index = target_gt_idx.unsqueeze(-1).unsqueeze(-1).expand(
       {-1, -1, keypoints.size(1), keypoints.size(2)});
   return batched.gather(1, index);

@@ -70,13 +70,16 @@ TaskAlignedAssigner& TaskAlignedAssigner::with_stal(std::vector<double> strides)
   return *this;
 }
 
-at::Tensor TaskAlignedAssigner::candidate_boxes(const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
-  if (stal_.empty()) return gt_bboxes;
+void TaskAlignedAssigner::widen_small_sides(at::Tensor wh, const at::Tensor& mask_gt) const {
   const double smallest = stal_[0], widened = stal_.size() > 1 ? stal_[1] : stal_[0];
-  at::Tensor xywh = xyxy2xywh(gt_bboxes);
-  at::Tensor wh = xywh.slice(-1, 2, 4);
   const at::Tensor small = (wh < smallest).logical_and_(mask_gt != 0);
   wh.copy_(at::where(small, at::scalar_tensor(widened, wh.options()), wh));
+}
+
+at::Tensor TaskAlignedAssigner::candidate_boxes(const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const {
+  if (stal_.empty()) return gt_bboxes;
+  at::Tensor xywh = xyxy2xywh(gt_bboxes);
+  widen_small_sides(xywh.slice(-1, 2, 4), mask_gt);
   return xywh2xyxy(xywh);
 }
 
@@ -226,12 +229,7 @@ at::Tensor TaskAlignedAssigner::select_candidates_in_rotated_gts(const at::Tenso
                                                                 const at::Tensor& gt_bboxes,
                                                                 const at::Tensor& mask_gt) const {
   at::Tensor boxes = gt_bboxes.clone();
-  if (!stal_.empty()) {  // 8.4: a side below the smallest stride widened to the next one, as candidate_boxes
-    const double widened = stal_.size() > 1 ? stal_[1] : stal_[0];
-    at::Tensor wh = boxes.slice(-1, 2, 4);
-    const at::Tensor small = (wh < stal_[0]).logical_and_(mask_gt != 0);
-    wh.copy_(at::where(small, at::scalar_tensor(widened, wh.options()), wh));
-  }
+  if (!stal_.empty()) widen_small_sides(boxes.slice(-1, 2, 4), mask_gt);  // 8.4's STAL, as candidate_boxes
   const at::Tensor corners = xywhr2xyxyxyxy(boxes);  // [B, M, 4, 2]
   const at::Tensor a = corners.select(-2, 0).unsqueeze(2), b = corners.select(-2, 1).unsqueeze(2);
   const at::Tensor d = corners.select(-2, 3).unsqueeze(2);

@@ -78,32 +78,19 @@ void Validator::update_with(const at::Tensor& pred_in, const at::Tensor& gt_cls_
            at::tensor({imgsz[1], imgsz[0], imgsz[1], imgsz[0]}, at::kLong);
     if (original) scale_boxes(imgsz, bbox, info.ori_shape, info.ratio_pad);
   }
-  if (npr == 0) {
-    if (nl) {
-      tp_.push_back(at::zeros({0, iouv_.numel()}, at::kBool));
-      if (masks) tp_masks_.push_back(at::zeros({0, iouv_.numel()}, at::kBool));
-      conf_.push_back(at::zeros({0}));
-      pred_cls_.push_back(at::zeros({0}));
-      target_cls_.push_back(cls);
-      if (confusion_) confusion_->process_batch(at::Tensor(), bbox, cls);
-    }
-    return;
-  }
-  at::Tensor predn = pred.slice(1, 0, 6).to(at::kFloat).clone();
+  at::Tensor predn = npr ? pred.slice(1, 0, 6).to(at::kFloat).clone() : at::zeros({0, 6});
   at::Tensor pbox = predn.slice(1, 0, 4);
-  if (original) scale_boxes(imgsz, pbox, info.ori_shape, info.ratio_pad);
+  if (original && npr) scale_boxes(imgsz, pbox, info.ori_shape, info.ratio_pad);
   at::Tensor tp = at::zeros({npr, iouv_.numel()}, at::kBool);
-  if (nl) tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, predn.slice(1, 0, 4)), iouv_);
-  if (confusion_) confusion_->process_batch(predn, nl ? bbox : at::zeros({0, 4}), cls);
-  tp_.push_back(tp);
-  if (masks) {
+  if (nl && npr) tp = match_predictions(predn.select(1, 5), cls, box_iou(bbox, pbox), iouv_);
+  if (confusion_ && (nl || npr))
+    confusion_->process_batch(npr ? predn : at::Tensor(), nl ? bbox : at::zeros({0, 4}), cls);
+  if (masks && (nl || npr)) {
     at::Tensor tp_m = at::zeros({npr, iouv_.numel()}, at::kBool);
-    if (nl) tp_m = match_predictions(predn.select(1, 5), cls, second(bbox, predn), iouv_);
+    if (nl && npr) tp_m = match_predictions(predn.select(1, 5), cls, second(bbox, predn), iouv_);
     tp_masks_.push_back(tp_m);
   }
-  conf_.push_back(predn.select(1, 4).clone());
-  pred_cls_.push_back(predn.select(1, 5).clone());
-  target_cls_.push_back(cls);
+  record(tp, predn, cls);
 }
 
 void Validator::update_rotated(const at::Tensor& pred_in, const at::Tensor& gt_cls, const at::Tensor& gt_rboxes,

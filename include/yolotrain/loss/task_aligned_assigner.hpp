@@ -103,6 +103,9 @@ class TaskAlignedAssigner {
   at::Tensor candidate_boxes(const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
 
  private:
+  /// STAL (with_stal()): each real GT's side in `wh` [..., 2] (a view, changed in place) below
+  /// strides[0] set to strides[1] (strides[0] with one level).
+  void widen_small_sides(at::Tensor wh, const at::Tensor& mask_gt) const;
   void check_inputs(const at::Tensor& pd_scores, const at::Tensor& pd_bboxes, const at::Tensor& anc_points,
                     const at::Tensor& gt_labels, const at::Tensor& gt_bboxes, const at::Tensor& mask_gt) const;
   std::tuple<at::Tensor, at::Tensor, at::Tensor> get_pos_mask(
