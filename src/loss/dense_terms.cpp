@@ -51,6 +51,7 @@ DetectionTerms DetectionLoss::dense_terms(const std::vector<at::Tensor>& feats, 
   DetectionTerms out;
   const Geometry g = geometry(feats);
   out.imgsz = g.imgsz;  // (h, w) px
+  out.gt_rows = gt.size(1);
   const at::Tensor &anchors = g.points, &strides = g.strides;
   const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
   const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);

@@ -205,7 +205,7 @@ LossOutput DetectionLoss::operator()(const std::vector<at::Tensor>& feats,
 
 DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const Targets& targets) const {
   check_feats(feats);
-  if (options_.device_step || !feats[0].device().is_cpu()) {
+  if (uses_device_step(feats[0])) {
     return dense_terms(feats, preprocess(targets, feats[0].size(0), geometry(feats).imgsz));
   }
   const int64_t batch_size = feats[0].size(0);
@@ -219,6 +219,7 @@ DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const 
   Targets unpadded = targets;  // the reference's M: the sparse path equals it to the bit
   unpadded.padded = at::Tensor();
   const at::Tensor gt = preprocess(unpadded, batch_size, out.imgsz);
+  out.gt_rows = gt.size(1);
   at::Tensor loss_box = at::zeros({}, options), loss_dfl = loss_box, loss_cls;
   if (gt.size(1) == 0) {  // no boxes in the batch: every target score is 0, tss = max(0, 1)
     loss_cls = class_loss(parts.logits, nullptr);

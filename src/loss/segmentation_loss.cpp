@@ -62,6 +62,7 @@ LossOutput SegmentationLoss::operator()(const SegmentationOutputs& out, const Ta
                                         const MaskTargets& masks) const {
   check(out, masks, overlap_);
   const DetectionTerms det = detection_.terms(out.feats, targets);
+  if (detection_.uses_device_step(out.proto)) return device_step(det, out, targets, masks);
   const at::Tensor zero = at::zeros({}, det.loss.options());
   at::Tensor seg = zero, sem = zero;
   const bool any = det.assignment.fg_mask.defined() && det.assignment.fg_mask.any().item<bool>();
@@ -73,6 +74,21 @@ LossOutput SegmentationLoss::operator()(const SegmentationOutputs& out, const Ta
     if (out.semantic.defined()) sem = (out.semantic * 0).sum();
   }
   seg = seg * detection_.gains().box;
+  const at::Tensor items = at::stack({det.loss[0], seg, det.loss[1], det.loss[2], sem});
+  return {items.sum() * out.feats[0].size(0), items.detach()};
+}
+
+// Without a positive the mask term is 0 (its terms all weigh 0), and the semantic term too: a
+// device-side factor instead of the host's branch.
+LossOutput SegmentationLoss::device_step(const DetectionTerms& det, const SegmentationOutputs& out,
+                                         const Targets& targets, const MaskTargets& masks) const {
+  const at::Tensor seg =
+      dense_mask_term(det, out, targets, masks.masks.to(out.proto.device()).to(at::kFloat)) * detection_.gains().box;
+  at::Tensor sem = at::zeros({}, det.loss.options());
+  if (out.semantic.defined()) {
+    const at::Tensor any = det.assignment.fg_mask.any().to(sem.scalar_type());
+    sem = semantic_term(out, targets, masks) * detection_.gains().box * any;
+  }
   const at::Tensor items = at::stack({det.loss[0], seg, det.loss[1], det.loss[2], sem});
   return {items.sum() * out.feats[0].size(0), items.detach()};
 }
@@ -119,13 +135,9 @@ at::Tensor SegmentationLoss::semantic_term(const SegmentationOutputs& out, const
   at::Tensor present;
   if (overlap_) {
     present = m != 0;
-  } else {
-    present = at::zeros({b, m.size(1), m.size(2)}, m.options().dtype(at::kBool));
-    const at::Tensor batch_idx = targets.batch_idx.reshape({-1}).to(at::kLong);
-    for (int64_t i = 0; i < b; ++i) {
-      const at::Tensor mine = m.index({batch_idx == i});
-      if (mine.size(0)) present[i] = mine.sum(0) != 0;
-    }
+  } else {  // a pixel some box of the image covers
+    const at::Tensor image = targets.batch_idx.reshape({-1}).to(m.device()).to(at::kLong);
+    present = at::zeros({b, m.size(1), m.size(2)}, m.options()).index_add_(0, image, m) != 0;
   }
   const at::Tensor index = masks.semantic.to(out.proto.device()).to(at::kLong).unsqueeze(1);
   const at::Tensor onehot = at::zeros({b, detection_.options().nc, m.size(1), m.size(2)}, out.semantic.options())

@@ -69,6 +69,7 @@ struct DetectionTerms {
   at::Tensor loss;        ///< [3] box * gain.box, cls * gain.cls, dfl (or l1) * gain.dfl, with gradient
   Assignment assignment;  ///< the assigner's result (its tensors undefined when the batch has no boxes)
   at::Tensor imgsz;       ///< (h, w) of the network input, pixels
+  int64_t gt_rows = 0;    ///< M: the targets' rows per image (padded), the assignment's GT slots
 };
 
 /// The YOLOv8 detection loss, as Ultralytics 8.2.82's v8DetectionLoss: TaskAlignedAssigner
@@ -96,6 +97,11 @@ class DetectionLoss {
   const DetectionLossOptions& options() const { return options_; }
   const LossGains& gains() const { return gains_; }
   const TaskAlignedAssigner& assigner() const { return assigner_; }
+  /// Whether a step on `outputs`' device takes the device step (options().device_step, or CUDA):
+  /// what a task's own terms follow to keep the step free of host reads.
+  bool uses_device_step(const at::Tensor& outputs) const {
+    return options_.device_step || !outputs.device().is_cpu();
+  }
 
   /// Ultralytics' preprocess: targets to [B, M, 5] (cls, x1, y1, x2, y2 in pixels of an image
   /// of size `imgsz_hw`), each image's rows in their original order, padded with zeros to the

@@ -51,6 +51,11 @@ class SegmentationLoss {
  private:
   at::Tensor mask_term(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
                        at::Tensor masks) const;
+  LossOutput device_step(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
+                         const MaskTargets& masks) const;
+  /// The mask term in the device step (static shapes, no host read): src/loss/dense_mask_term.cpp.
+  at::Tensor dense_mask_term(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
+                             at::Tensor masks) const;
   at::Tensor semantic_term(const SegmentationOutputs& out, const Targets& targets, const MaskTargets& masks) const;
 
   DetectionLoss detection_;

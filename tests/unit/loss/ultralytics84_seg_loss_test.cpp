@@ -136,11 +136,14 @@ TEST_CASE("v8SegmentationLoss of YOLOv8n-seg and YOLO11n-seg equals Ultralytics 
     yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);
     options.stal = true;  // 8.4's assigner
     for (const bool overlap : {true, false}) {
-      INFO(folder << (overlap ? " overlap masks" : " one mask per instance"));
-      const SegBatch b = batch_of(ref[overlap ? "overlap" : "separate"]);
-      const yl::SegmentationLoss loss(options, {}, overlap);
-      check_against_ultralytics(loss({heads.one2many, heads.mask_coefficients, heads.proto, {}}, b.targets, b.masks),
-                     ref[overlap ? "overlap" : "separate"][folder]);
+      for (const bool device_step : {false, true}) {  // the positives' path, and the static shapes CUDA runs
+        INFO(folder << (overlap ? " overlap masks" : " one mask per instance") << ", device_step " << device_step);
+        const SegBatch b = batch_of(ref[overlap ? "overlap" : "separate"]);
+        options.device_step = device_step;
+        const yl::SegmentationLoss loss(options, {}, overlap);
+        check_against_ultralytics(loss({heads.one2many, heads.mask_coefficients, heads.proto, {}}, b.targets, b.masks),
+                                  ref[overlap ? "overlap" : "separate"][folder]);
+      }
     }
   }
 }
@@ -158,18 +161,21 @@ TEST_CASE("YOLO26n-seg's E2E segmentation loss with its semantic term equals Ult
   const yl::SegmentationOutputs o2m{heads.one2many, heads.mask_coefficients, heads.proto, heads.semantic};
   const yl::SegmentationOutputs o2o{heads.one2one, heads.one2one_mask_coefficients, heads.proto, heads.semantic};
   for (const bool overlap : {true, false}) {
-    INFO((overlap ? "overlap masks" : "one mask per instance"));
-    const json& r = ref[overlap ? "overlap" : "separate"]["coco128seg_yolo26n-seg"];
-    const SegBatch b = batch_of(ref[overlap ? "overlap" : "separate"]);
-    yl::E2ESegmentationLoss loss(options, {}, overlap, ref["epochs"]);
-    {
-      INFO("one-to-many");
-      check_against_ultralytics(loss.one2many()(o2m, b.targets, b.masks), r["one2many"]);
+    for (const bool device_step : {false, true}) {
+      INFO((overlap ? "overlap masks" : "one mask per instance") << ", device_step " << device_step);
+      const json& r = ref[overlap ? "overlap" : "separate"]["coco128seg_yolo26n-seg"];
+      const SegBatch b = batch_of(ref[overlap ? "overlap" : "separate"]);
+      options.device_step = device_step;
+      yl::E2ESegmentationLoss loss(options, {}, overlap, ref["epochs"]);
+      {
+        INFO("one-to-many");
+        check_against_ultralytics(loss.one2many()(o2m, b.targets, b.masks), r["one2many"]);
+      }
+      {
+        INFO("one-to-one");
+        check_against_ultralytics(loss.one2one()(o2o, b.targets, b.masks), r["one2one"]);
+      }
+      check_against_ultralytics(loss(o2m, o2o, b.targets, b.masks), r["e2e"]);
     }
-    {
-      INFO("one-to-one");
-      check_against_ultralytics(loss.one2one()(o2o, b.targets, b.masks), r["one2one"]);
-    }
-    check_against_ultralytics(loss(o2m, o2o, b.targets, b.masks), r["e2e"]);
   }
 }
