@@ -9,6 +9,8 @@ namespace yolotrain::engine {
 /// read when the first cuBLAS handle is made, so before the run's first CUDA matrix product).
 /// A value the environment already holds is kept. False: the two torch switches off again (a
 /// program running several trainers gets what each asks for); the environment is left as it is.
+/// cuDNN's benchmark mode follows the opposite: on only under false (its algorithm choice can
+/// differ between processes: a resumed run would not repeat the first's numbers).
 void apply_determinism(bool deterministic);
 
 }  // namespace yolotrain::engine

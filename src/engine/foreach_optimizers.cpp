@@ -8,12 +8,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "optimizer_params.hpp"
 #include "yolotrain/error.hpp"
-#include "yolotrain/lifecycle/checkpoint/optimizer_state_key.hpp"
 
 namespace yolotrain::engine {
 namespace {
 
+using detail::state_of;
+using detail::trainable;
+using detail::Trainable;
 using TensorList = std::vector<at::Tensor>;
 
 // The closure's loss, computed with gradients on, as libtorch's step() does.
@@ -21,29 +24,6 @@ at::Tensor closure_loss(const torch::optim::Optimizer::LossClosure& closure) {
   if (!closure) return {};
   at::AutoGradMode enable(true);
   return closure();
-}
-
-// A group's parameters that have a gradient, and those gradients.
-struct Trainable {
-  TensorList params, grads;
-};
-
-Trainable trainable(const std::vector<at::Tensor>& params) {
-  Trainable t;
-  for (const auto& p : params) {
-    if (!p.grad().defined()) continue;
-    t.params.push_back(p);
-    t.grads.push_back(p.grad());
-  }
-  return t;
-}
-
-// The parameter's state of type State, made by `make` the first time.
-template <typename State, typename StateMap, typename Make>
-State& state_of(StateMap& states, const at::Tensor& p, Make make) {
-  auto& slot = states[lifecycle::optimizer_state_key(states, p)];
-  if (!slot) slot = make();
-  return static_cast<State&>(*slot);
 }
 
 // SGD on one group (libtorch's SGD::step): d_p = grad + wd * p; buf = momentum * buf +
@@ -147,6 +127,8 @@ torch::Tensor ForeachSGD::step(LossClosure closure) {
 }
 
 torch::Tensor ForeachAdam::step(LossClosure closure) {
+  settle();  // after fused steps, the step counts the device kept
+  device_steps_.clear();
   at::NoGradGuard no_grad;
   at::Tensor loss = closure_loss(closure);
   for (auto& group : param_groups()) adam_group<torch::optim::AdamOptions, torch::optim::AdamParamState>(group, state_);
@@ -154,6 +136,8 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
 }
 
 torch::Tensor ForeachAdamW::step(LossClosure closure) {
+  settle();
+  device_steps_.clear();
   at::NoGradGuard no_grad;
   at::Tensor loss = closure_loss(closure);
   for (auto& group : param_groups())

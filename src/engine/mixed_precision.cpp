@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
+#include <ATen/record_function.h>
 #include "yolotrain/torch_compat.hpp"
 
 namespace yolotrain::engine {
@@ -35,40 +36,63 @@ AutocastScope::~AutocastScope() {
   set_autocast_dtype(cuda_, was_dtype_);
 }
 
-at::Tensor GradScaler::scale(const at::Tensor& loss) const {
-  return enabled_ ? loss * scale_value : loss;
+void GradScaler::restore(double scale, std::int64_t growth_tracker) {
+  initial_ = {scale, growth_tracker, read().skipped_steps};  // a roll-back keeps the process's count
+  scale_ = growth_tracker_ = skipped_ = at::Tensor();
 }
 
-bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
-  if (!enabled_) return true;
-  std::vector<at::Tensor> grads;
-  for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
-  if (grads.empty()) return true;
-  const auto options = grads[0].options().dtype(at::kFloat);
-  at::Tensor found_inf = at::zeros({1}, options);
+void GradScaler::place_on(const at::Device& device) {
+  if (scale_.defined() && scale_.device() == device) return;
+  const Reading now = read();  // the last device's figures, or the checkpoint's
+  const auto options = at::TensorOptions().device(device).dtype(at::kFloat);
+  scale_ = at::full({}, now.scale, options);
+  growth_tracker_ = at::full({}, double(now.growth_tracker), options.dtype(at::kInt));
+  skipped_ = at::full({}, double(now.skipped_steps), options);
+}
+
+at::Tensor GradScaler::scale(const at::Tensor& loss) {
+  if (!enabled_) return loss;
+  place_on(loss.device());
+  return loss * scale_;
+}
+
+at::Tensor GradScaler::unscale(const std::vector<at::Tensor>& grads) {
+  if (!enabled_ || grads.empty()) return {};
+  place_on(grads[0].device());
+  at::Tensor found_inf = at::zeros({}, scale_.options());
+  const at::Tensor inv_scale = scale_.to(at::kDouble).reciprocal().to(at::kFloat);  // as torch computes it
   if (grads[0].is_cuda()) {
     // The fused kernel (CUDA only): one launch for all gradients, as torch's GradScaler.
-    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, at::full({1}, 1.0 / scale_value, options));
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
   } else {
-    for (auto& g : grads) {
-      g.mul_(1.0 / scale_value);
-      found_inf.add_(g.isfinite().all().logical_not().to(at::kFloat));
+    for (const at::Tensor& g : grads) {
+      g.mul_(inv_scale);
+      found_inf.add_(g.isfinite().all().logical_not());
     }
+    found_inf.clamp_max_(1);
   }
-  return found_inf.item<float>() == 0.0f;
+  return found_inf;
 }
 
-void GradScaler::update(bool found_inf) {
-  if (!enabled_) return;
-  if (found_inf) {
-    scale_value *= 0.5;
-    growth_tracker = 0;
-  } else if (++growth_tracker == 2000) {
-    scale_value *= 2.0;
-    growth_tracker = 0;
-  }
+// torch's _amp_update_scale_: found -> scale * 0.5, tracker 0; else tracker + 1, and at 2000 the
+// scale doubled (if it stays finite) and the tracker back to 0. Written with where() so that any
+// device runs it (libtorch 1.13 has no CPU kernel for it); six small operators.
+void GradScaler::update(const at::Tensor& found_inf) {
+  if (!enabled_ || !found_inf.defined()) return;
+  const at::Tensor found = found_inf > 0;
+  const at::Tensor tracker = at::where(found, at::zeros_like(growth_tracker_), growth_tracker_ + 1);
+  const at::Tensor grown = scale_ * 2.0;
+  const at::Tensor grow = (tracker == 2000).logical_and(grown.isfinite());
+  scale_.copy_(at::where(found, scale_ * 0.5, at::where(grow, grown, scale_)));
+  growth_tracker_.copy_(at::where(tracker == 2000, at::zeros_like(tracker), tracker));
+  skipped_.add_(found_inf);
+}
+
+GradScaler::Reading GradScaler::read() const {
+  if (!scale_.defined()) return initial_;
+  RECORD_FUNCTION("yolotrain::cadence_read", std::vector<c10::IValue>());
+  return {scale_.item<double>(), growth_tracker_.item<std::int64_t>(),
+          static_cast<std::int64_t>(skipped_.item<double>())};
 }
 
 }  // namespace yolotrain::engine

@@ -237,6 +237,7 @@ double group_lr(torch::optim::Optimizer& opt, std::size_t g) { return opt.param_
 
 lifecycle::NamedTensors optimizer_state(torch::optim::Optimizer& opt, const std::string& name,
                                         const std::string& prefix) {
+  if (auto* fused = dynamic_cast<DeviceSkippable*>(&opt)) fused->settle();  // Adam's step counts
   lifecycle::NamedTensors out;
   if (name == "SGD") {
     for_each_state<torch::optim::SGDParamState>(opt, [&](std::size_t i, const at::Tensor&, auto* st) {
@@ -259,6 +260,7 @@ lifecycle::NamedTensors optimizer_state(torch::optim::Optimizer& opt, const std:
 
 void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& name, const lifecycle::NamedTensors& all,
                           const std::string& prefix) {
+  if (auto* fused = dynamic_cast<DeviceSkippable*>(&opt)) fused->reload();
   if (name == "SGD") {
     auto& states = opt.state();
     std::size_t index = 0;
@@ -284,6 +286,18 @@ void rehome_optimizer_state(torch::optim::Optimizer& opt, const std::string& nam
   const lifecycle::NamedTensors state = optimizer_state(opt, name, "");
   opt.state().clear();
   load_optimizer_state(opt, name, state, "");
+}
+
+void step_unless_nonfinite(torch::optim::Optimizer& opt, const at::Tensor& found_inf, const at::Tensor& norm) {
+  auto* fused = dynamic_cast<DeviceSkippable*>(&opt);
+  if (fused != nullptr && DeviceSkippable::skips_on_device()) {
+    fused->step_unless(found_inf.defined() ? found_inf
+                       : norm.defined()    ? norm.isfinite().logical_not().to(at::kFloat)
+                                           : at::Tensor());
+    return;
+  }
+  if (found_inf.defined() && found_inf.item<float>() != 0.0f) return;  // the scaler skips it
+  opt.step();
 }
 
 double lr_factor(const TrainConfig& cfg, std::int64_t epoch, std::int64_t epochs) {

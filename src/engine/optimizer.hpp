@@ -64,6 +64,14 @@ void load_optimizer_state(torch::optim::Optimizer& opt, const std::string& name,
 /// with release=offload, and back).
 void rehome_optimizer_state(torch::optim::Optimizer& opt, const std::string& name);
 
+/// The optimizer's step, left undone where a gradient is inf/NaN: `found_inf` (the fp16 scaler's,
+/// on the device; undefined without one), else a non-finite gradient `norm` (undefined: none).
+/// Nothing read on the host where the optimizer skips on the device (DeviceSkippable: SGD, Adam,
+/// AdamW with libtorch 2.4+). Otherwise: with found_inf, one host read decides (as torch's
+/// GradScaler.step); without, the step runs — a NaN gradient's step poisons the weights until the
+/// tally's next read rolls the run back (docs/engine.md "Self-healing").
+void step_unless_nonfinite(torch::optim::Optimizer& opt, const at::Tensor& found_inf, const at::Tensor& norm);
+
 /// Ultralytics' LR factor of epoch `e`: linear max(1 - e/epochs, 0) * (1 - lrf) + lrf, or the
 /// one-cycle cosine from 1 to lrf when cos_lr.
 double lr_factor(const TrainConfig& cfg, std::int64_t epoch, std::int64_t epochs);

@@ -38,8 +38,7 @@ void Trainer::Run::restore() {
   }
   task->restore(state.task);
   ema->updates = state.ema_updates;
-  scaler.scale_value = state.scaler_scale;
-  scaler.growth_tracker = state.scaler_growth_tracker;
+  scaler.restore(state.scaler_scale, state.scaler_growth_tracker);
   // The learning rates the last step trained with, as results.csv's lr/pg* report them at the
   // epoch's end (a run stopped after an epoch's last batch resumes straight into that end).
   if (state.batch > 0) schedule(step() - 1);
@@ -79,8 +78,9 @@ lc::Checkpoint Trainer::Run::snapshot(bool completed) {
   s.lr = choice.lr;
   s.momentum = choice.momentum;
   s.warmup_bias_lr = choice.warmup_bias_lr;
-  s.scaler_scale = scaler.scale_value;
-  s.scaler_growth_tracker = scaler.growth_tracker;
+  const GradScaler::Reading scaler_now = scaler.read();
+  s.scaler_scale = scaler_now.scale;
+  s.scaler_growth_tracker = scaler_now.growth_tracker;
   s.elapsed_s = elapsed();
   s.results_csv = outputs.results.text();
   s.completed = completed;

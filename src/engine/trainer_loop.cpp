@@ -40,19 +40,19 @@ void Trainer::Run::schedule(std::int64_t ni) {
   }
 }
 
-// Clipping, the update, the EMA: multi-tensor operators, nothing read on the host (the fp16
-// scaler's inf check aside, CUDA only). A NaN/Inf gradient norm is noted in the tally, and the
-// next read rolls the run back (Trainer::Run::read_tally).
+// Clipping, the update, the EMA: multi-tensor operators, nothing read on the host. A step with an
+// inf/NaN gradient (the fp16 scaler's found_inf, else a non-finite norm) is skipped on the device
+// where the optimizer can (step_unless_nonfinite); a NaN/Inf gradient norm is noted in the tally
+// and the next read rolls the run back (Trainer::Run::read_tally).
 void Trainer::Run::optimizer_step() {
   const auto params = model->parameters();
-  const bool finite = scaler.unscale(params);
   std::vector<at::Tensor> grads = defined_grads(params);
+  const at::Tensor found_inf = scaler.unscale(grads);
   const at::Tensor norm = clip_grad_norm(grads, 10.0);
   // With fp16 scaling an inf gradient is the scaler's business: it skips the step.
   if (norm.defined() && amp != AmpMode::Fp16Scaled) tally.add_grad_norm(norm, step());
-  if (finite) optimizer->step();  // the scaler skips a step with inf/NaN gradients
-  else ++result.amp_skipped_steps;
-  scaler.update(!finite);
+  step_unless_nonfinite(*optimizer, found_inf, norm);
+  scaler.update(found_inf);
   drop_grads(params);
   ema->update(model);
 }
@@ -434,8 +434,10 @@ void Trainer::Run::finish() {
   say(std::string(to_string(result.outcome)) + " (" + result.reason + ") at epoch " + std::to_string(state.epoch) +
       ", step " + std::to_string(step()) + "; checkpoint " + result.last_checkpoint.string());
   if (scaler.enabled()) {
+    const GradScaler::Reading r = scaler.read();
+    result.amp_skipped_steps = r.skipped_steps;
     char scale[32];
-    std::snprintf(scale, sizeof(scale), "%g", scaler.scale_value);
+    std::snprintf(scale, sizeof(scale), "%g", r.scale);
     say("amp: the gradient scaler skipped " + std::to_string(result.amp_skipped_steps) +
         " optimizer steps with inf/NaN gradients in this process (scale now " + scale + ")");
   }

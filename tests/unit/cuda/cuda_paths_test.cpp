@@ -49,7 +49,7 @@ yolotrain::loss::Targets some_targets() {
   t.cls = at::tensor({0.f, 2.f, 1.f, 0.f, 2.f}).view({5, 1});
   t.bboxes = at::tensor({0.30f, 0.40f, 0.20f, 0.30f, 0.70f, 0.60f, 0.25f, 0.20f, 0.50f, 0.50f,
                          0.60f, 0.70f, 0.20f, 0.80f, 0.10f, 0.10f, 0.85f, 0.25f, 0.08f, 0.12f})
-                  .view({5, 4});
+                 .view({5, 4});
   return t;
 }
 
@@ -68,13 +68,21 @@ TEST_CASE("the gradient scaler's fused CUDA unscale equals the CPU one and finds
     gpu.push_back(q);
   }
   en::GradScaler on_cpu(true), on_gpu(true);
-  CHECK(on_cpu.unscale(cpu));
-  CHECK(on_gpu.unscale(gpu));
+  auto grads_of = [](const std::vector<at::Tensor>& params) {
+    std::vector<at::Tensor> g;
+    for (const auto& p : params) g.push_back(p.grad());
+    return g;
+  };
+  CHECK(on_cpu.unscale(grads_of(cpu)).item<float>() == 0.0f);
+  CHECK(on_gpu.unscale(grads_of(gpu)).item<float>() == 0.0f);
   for (size_t i = 0; i < cpu.size(); ++i) CHECK(max_rel_diff(gpu[i].grad(), cpu[i].grad()) < 1e-6);
   gpu[1].mutable_grad()[3][2] = std::nan("");
-  CHECK_FALSE(on_gpu.unscale(gpu));
-  on_gpu.update(true);
-  CHECK(on_gpu.scale_value == 32768.0);
+  const at::Tensor found_inf = on_gpu.unscale(grads_of(gpu));
+  CHECK(found_inf.is_cuda());
+  on_gpu.update(found_inf);
+  CHECK(found_inf.item<float>() == 1.0f);
+  CHECK(on_gpu.read().scale == 32768.0);
+  CHECK(on_gpu.read().skipped_steps == 1);
 }
 
 TEST_CASE("an fp16 autocast forward on CUDA agrees with the float32 one", "[engine][cuda]") {
@@ -194,6 +202,37 @@ TEST_CASE("the multi-tensor optimizers on CUDA agree with libtorch's per-paramet
   steps(sgd_ref, a);
   steps(sgd_multi, b);
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_rel_diff(b[i], a[i]) < 1e-6);
+}
+
+TEST_CASE("the fused optimizers on CUDA agree with libtorch's per-parameter steps and skip on found_inf",
+          "[engine][cuda]") {
+  if (skip_without_cuda()) return;
+  if (!en::DeviceSkippable::skips_on_device()) return;  // libtorch < 2.4: the trainer steps without them
+  at::manual_seed(6);
+  std::vector<at::Tensor> a, b;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{16, 8, 3, 3}, {16}, {40, 7}}) {
+    a.push_back(at::randn(shape, kCuda).requires_grad_());
+    b.push_back(a.back().detach().clone().requires_grad_());
+  }
+  const at::Tensor found = at::ones({}, kCuda), none = at::zeros({}, kCuda);
+  auto steps = [&](auto&& step, std::vector<at::Tensor>& params, bool with_skip) {
+    for (int s = 0; s < 4; ++s) {
+      at::manual_seed(20 + s);
+      for (auto& p : params) p.mutable_grad() = at::randn(p.sizes(), kCuda);
+      if (s == 2 && !with_skip) continue;  // the loops simply do not step where the fused one skips
+      step(s == 2 ? found : none);
+    }
+  };
+  torch::optim::AdamW ref(a, torch::optim::AdamWOptions(1e-3).weight_decay(5e-4));
+  en::ForeachAdamW fused(b, torch::optim::AdamWOptions(1e-3).weight_decay(5e-4));
+  steps([&](const at::Tensor&) { ref.step(); }, a, false);
+  steps([&](const at::Tensor& f) { fused.step_unless(f); }, b, true);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_rel_diff(b[i], a[i]) < 1e-5);
+  torch::optim::SGD sgd_ref(a, torch::optim::SGDOptions(1e-2).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  en::ForeachSGD sgd_fused(b, torch::optim::SGDOptions(1e-2).momentum(0.9).nesterov(true).weight_decay(5e-4));
+  steps([&](const at::Tensor&) { sgd_ref.step(); }, a, false);
+  steps([&](const at::Tensor& f) { sgd_fused.step_unless(f); }, b, true);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_rel_diff(b[i], a[i]) < 1e-5);
 }
 
 // The device step reads nothing back and has static shapes: its forward, loss and backward capture
