@@ -10,7 +10,8 @@
 
 using yolotrain::engine::apply_determinism;
 
-TEST_CASE("deterministic=true sets torch's deterministic algorithms, cuDNN's and cuBLAS' workspace, false cuDNN's benchmark", "[engine]") {
+TEST_CASE("deterministic=true sets torch's deterministic algorithms, cuDNN's, cuBLAS' workspace, false cuDNN's benchmark",
+          "[engine]") {
   unsetenv("CUBLAS_WORKSPACE_CONFIG");
   apply_determinism(true);
   CHECK(at::globalContext().deterministicAlgorithms());
