@@ -10,7 +10,7 @@
 
 using yolotrain::engine::apply_determinism;
 
-TEST_CASE("deterministic=true sets deterministic algorithms, cuDNN's, cuBLAS' workspace; false cuDNN's benchmark",
+TEST_CASE("deterministic=true sets deterministic algorithms, cuDNN's, cuBLAS' workspace, false cuDNN's benchmark",
           "[engine]") {
   unsetenv("CUBLAS_WORKSPACE_CONFIG");
   apply_determinism(true);
