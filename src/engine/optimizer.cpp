@@ -290,7 +290,9 @@ void rehome_optimizer_state(torch::optim::Optimizer& opt, const std::string& nam
 
 void step_unless_nonfinite(torch::optim::Optimizer& opt, const at::Tensor& found_inf, const at::Tensor& norm) {
   auto* fused = dynamic_cast<DeviceSkippable*>(&opt);
-  if (fused != nullptr && DeviceSkippable::skips_on_device()) {
+  const at::Tensor& flag = found_inf.defined() ? found_inf : norm;
+  // CUDA only: the fused kernels' CPU versions read each parameter's step count on the host.
+  if (fused != nullptr && DeviceSkippable::skips_on_device() && flag.defined() && flag.is_cuda()) {
     fused->step_unless(found_inf.defined() ? found_inf
                        : norm.defined()    ? norm.isfinite().logical_not().to(at::kFloat)
                                            : at::Tensor());

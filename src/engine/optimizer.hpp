@@ -67,7 +67,8 @@ void rehome_optimizer_state(torch::optim::Optimizer& opt, const std::string& nam
 /// The optimizer's step, left undone where a gradient is inf/NaN: `found_inf` (the fp16 scaler's,
 /// on the device; undefined without one), else a non-finite gradient `norm` (undefined: none).
 /// Nothing read on the host where the optimizer skips on the device (DeviceSkippable: SGD, Adam,
-/// AdamW with libtorch 2.4+). Otherwise: with found_inf, one host read decides (as torch's
+/// AdamW with libtorch 2.4+, on CUDA: the fused kernels' CPU versions read each parameter's step
+/// count on the host). Otherwise: with found_inf, one host read decides (as torch's
 /// GradScaler.step); without, the step runs — a NaN gradient's step poisons the weights until the
 /// tally's next read rolls the run back (docs/engine.md "Self-healing").
 void step_unless_nonfinite(torch::optim::Optimizer& opt, const at::Tensor& found_inf, const at::Tensor& norm);

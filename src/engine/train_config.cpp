@@ -100,6 +100,12 @@ const std::vector<Spec>& specs() {
       {"multi_scale", &C::multi_scale, "vary imgsz by +-50% per batch"},
       {"device_step", &C::device_step,
        "the CPU trains with the step CUDA runs (dense assigner, no host reads of tensors): the step profile's"},
+      {"cuda_graph",
+       &C::cuda_graph,
+       "auto: each step's forward, loss and backward replayed as a CUDA graph where shapes are static | true | false",
+       -kInf,
+       kInf,
+       {"auto", "true", "false"}},
       {"val", &C::val, "validate each epoch"},
       {"iou", &C::iou, "NMS IoU threshold for validation", 0, 1},
       {"max_det", &C::max_det, "detections kept per image", 1, 1e6},
@@ -250,7 +256,7 @@ double parse_double(const Spec& spec, const std::string& v) {
 
 std::string parse_string(const Spec& spec, const std::string& v) {
   const std::string key = spec.name;
-  if (key == "resume" || key == "pretrained" || key == "cache" || key == "amp") {
+  if (key == "resume" || key == "pretrained" || key == "cache" || key == "amp" || key == "cuda_graph") {
     const std::string l = lower(v);
     if (l == "true" || l == "false") return key == "cache" && l == "true" ? "ram" : l;
     if (is_none(v)) return "false";

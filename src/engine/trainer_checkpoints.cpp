@@ -39,6 +39,7 @@ void Trainer::Run::restore() {
   task->restore(state.task);
   ema->updates = state.ema_updates;
   scaler.restore(state.scaler_scale, state.scaler_growth_tracker);
+  if (graphed) graphed->clear();  // a roll-back: the steps capture anew
   // The learning rates the last step trained with, as results.csv's lr/pg* report them at the
   // epoch's end (a run stopped after an epoch's last batch resumes straight into that end).
   if (state.batch > 0) schedule(step() - 1);

@@ -58,6 +58,7 @@ void Trainer::Run::optimizer_step() {
 }
 
 lc::PauseEnd Trainer::Run::pause() {
+  if (graphed) graphed->clear();  // their memory is released with the rest; the resumed steps capture anew
   lc::PauseSteps steps;
   steps.checkpoint = [&] { checkpoint(true); };
   steps.offload = [&](bool to_host) {
@@ -152,6 +153,62 @@ at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) con
   return F::interpolate(img, F::InterpolateFuncOptions().size(ns).mode(torch::kBilinear).align_corners(false));
 }
 
+nn::HeadOutputs Trainer::Run::forward(const at::Tensor& img) {
+  nn::HeadOutputs heads;
+  {
+    AutocastScope autocast(amp, device);
+    heads = model->forward_heads(img);
+  }
+  to_float(heads);  // the loss runs in float32
+  return heads;
+}
+
+// With several ranks, Ultralytics scales the loss by the world size before DDP averages the
+// gradients, so a step equals one process's step on the whole global batch.
+at::Tensor Trainer::Run::to_backward(const at::Tensor& total) {
+  return scaler.scale(ranks.active() ? total * double(ranks.world_size()) : total);
+}
+
+at::Tensor Trainer::Run::eager_step(const at::Tensor& img, const data::Batch& b, std::int64_t ni) {
+  auto t0 = Clock::now();
+  const nn::HeadOutputs heads = forward(img);
+  result.timings.forward_s += seconds_since(t0);
+  t0 = Clock::now();
+  loss::LossOutput out = task->loss(heads, b, device);
+  result.timings.loss_s += seconds_since(t0);
+  if (testing::nonfinite_loss_due(ni)) {  // as a NaN loss would: the terms, the gradients
+    out.total = out.total * std::numeric_limits<double>::quiet_NaN();
+    out.items = out.items * std::numeric_limits<double>::quiet_NaN();
+    injected_nonfinite_step = ni;
+  }
+  tally.add_loss(out.items, state.batch, ni);  // the running means, a NaN/Inf noted: read later
+  t0 = Clock::now();
+  to_backward(out.total).backward();
+  result.timings.backward_s += seconds_since(t0);
+  return out.items;
+}
+
+// Forward, loss and backward in one replay (timed as the forward). A capture that failed says so
+// once, and the run goes on eagerly.
+at::Tensor Trainer::Run::graphed_step(const at::Tensor& img, const data::Batch& b, std::int64_t ni) {
+  const auto t0 = Clock::now();
+  at::Tensor items = graphed->run(img, b, [&](const at::Tensor& x, const data::Batch& batch) -> GraphedStep::Output {
+    const loss::LossOutput out = task->loss(forward(x), batch, device);
+    return {to_backward(out.total), out.items};
+  });
+  result.timings.forward_s += seconds_since(t0);
+  if (!graphed->disabled().empty()) {
+    say("cuda_graph: " + graphed->disabled() + "; the steps run eagerly");
+    graphed.reset();
+  }
+  if (testing::nonfinite_loss_due(ni)) {  // the test seam, on the items only: the graph made the gradients
+    items = items * std::numeric_limits<double>::quiet_NaN();
+    injected_nonfinite_step = ni;
+  }
+  tally.add_loss(items, state.batch, ni);
+  return items;
+}
+
 void Trainer::Run::train_batch(const data::Batch& b) {
   const std::int64_t ni = step();
   if (testing::out_of_memory_due(ni)) {
@@ -165,27 +222,13 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   auto t0 = Clock::now();
   at::Tensor img = data::preprocess_images(b.img, device);
   if (cfg.multi_scale) img = multi_scale(img, ni);
-  nn::HeadOutputs heads;
-  {
-    AutocastScope autocast(amp, device);
-    heads = model->forward_heads(img.contiguous(memory_format));
+  img = img.contiguous(memory_format);
+  result.timings.forward_s += seconds_since(t0);  // the images' upload and scaling count as the forward
+  if (graphed) {
+    graphed_step(img, b, ni);
+  } else {
+    eager_step(img, b, ni);
   }
-  to_float(heads);  // the loss runs in float32
-  result.timings.forward_s += seconds_since(t0);
-  t0 = Clock::now();
-  loss::LossOutput out = task->loss(heads, b, device);
-  result.timings.loss_s += seconds_since(t0);
-  if (testing::nonfinite_loss_due(ni)) {  // as a NaN loss would: the terms, the gradients
-    out.total = out.total * std::numeric_limits<double>::quiet_NaN();
-    out.items = out.items * std::numeric_limits<double>::quiet_NaN();
-    injected_nonfinite_step = ni;
-  }
-  tally.add_loss(out.items, state.batch, ni);  // the running means, a NaN/Inf noted: read later
-  t0 = Clock::now();
-  // With several ranks, Ultralytics scales the loss by the world size before DDP averages the
-  // gradients, so a step equals one process's step on the whole global batch.
-  scaler.scale(ranks.active() ? out.total * double(ranks.world_size()) : out.total).backward();
-  result.timings.backward_s += seconds_since(t0);
   if (ranks.active()) {
     t0 = Clock::now();
     ranks.average_gradients(model->parameters());
@@ -208,8 +251,9 @@ void Trainer::Run::train_batch(const data::Batch& b) {
 
 std::optional<ValidationReport> Trainer::Run::validation_pass(bool plots) {
   const auto t0 = Clock::now();
-  ValidationPass pass{ema->ema(), data.val_loader.get(), nullptr, device, memory_format, cfg.iou, cfg.max_det,
-                      cfg.single_cls, &token, plots ? outputs.plots.get() : nullptr, plan.run_dir};
+  ValidationPass pass{ema->ema(),  data.val_loader.get(), nullptr,        device, memory_format,
+                      cfg.iou,     cfg.max_det,           cfg.single_cls, &token, plots ? outputs.plots.get() : nullptr,
+                      plan.run_dir};
   pass.rules = rules_for(cfg.compat);
   std::optional<ValidationReport> report = task->validate(pass);
   result.timings.validation_s += seconds_since(t0);
@@ -370,6 +414,7 @@ void Trainer::Run::train() {
     tally.reset(state.loss_means, device);
     clock.last_tally_read = Clock::now();
     task->start_epoch(state.epoch, cfg.epochs);
+    if (graphed) graphed->clear();  // an end-to-end loss's weights follow the epoch: captured anew
     model->train();
     clock.epoch_started = Clock::now();
     clock.epoch_batches = clock.epoch_images = 0;
@@ -443,8 +488,8 @@ void Trainer::Run::finish() {
   }
   say("Results saved to " + plan.run_dir.string());
   if (outputs.plots && result.outcome == RunOutcome::Completed && fs::exists(plan.run_dir / "val_batch0_pred.jpg")) {
-    say("predictions on validation images: " + (plan.run_dir / "val_batch0_pred.jpg").string() + "; curves: " +
-        (plan.run_dir / "results.png").string());
+    say("predictions on validation images: " + (plan.run_dir / "val_batch0_pred.jpg").string() +
+        "; curves: " + (plan.run_dir / "results.png").string());
   }
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "control_run.hpp"
+#include "graphed_step.hpp"
 #include "mixed_precision.hpp"
 #include "multi_tensor.hpp"
 #include "optimizer.hpp"
@@ -133,6 +134,7 @@ struct Trainer::Run {
   std::unique_ptr<Task> task;  // the loss, validation and pictures of the model's task
   AmpMode amp = AmpMode::Off;
   GradScaler scaler{false};
+  std::unique_ptr<GraphedStep> graphed;  // cuda_graph=: the steps replayed as CUDA graphs
   // Where training stands, and what the run has to say about it.
   TrainState state;  // position, best, running losses (what a checkpoint carries beyond tensors)
   StepTally tally;   // the steps' running losses and NaN/Inf checks on the device, read on a cadence
@@ -176,6 +178,13 @@ struct Trainer::Run {
   void report_saved();
   void schedule(std::int64_t ni);
   void optimizer_step();
+  /// Forward, loss and backward of a batch, eagerly (the loss's parts timed) or as a CUDA graph's
+  /// replay (cuda_graph=); each returns the loss items and notes them in the tally.
+  at::Tensor eager_step(const at::Tensor& img, const data::Batch& b, std::int64_t ni);
+  at::Tensor graphed_step(const at::Tensor& img, const data::Batch& b, std::int64_t ni);
+  nn::HeadOutputs forward(const at::Tensor& img);  // autocast as amp= asks, the heads in float32
+  at::Tensor to_backward(const at::Tensor& total);  // scaled (world size, fp16 scaler)
+  void setup_cuda_graph();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
   void watch_safe_exit();  // each poll: the time to a safe exit published; a cloud's notice acted on
   double eta_seconds() const;  // the training time left, from this process's pace (infinity before a step)

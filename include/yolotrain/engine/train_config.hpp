@@ -70,6 +70,9 @@ struct TrainConfig {
   /// on the host): what the step profile counts (docs/performance.md "The step profile"). CUDA
   /// always runs it; on the CPU the sparse path is faster.
   bool device_step = false;
+  /// CUDA graphs for the training steps: auto (where the shapes are static: detection and
+  /// segmentation, not multi_scale), true (the same, and an error where they cannot be), false.
+  std::string cuda_graph = "auto";
   bool val = true;
   double iou = 0.7;
   std::int64_t max_det = 300;

@@ -51,7 +51,7 @@ struct EpochMetrics {
 /// asynchronously, so forward/backward/optimizer there count launches plus any synchronisation).
 struct StepTimings {
   double data_s = 0;        ///< waiting for the loader's next batch
-  double forward_s = 0;     ///< forward pass of the model
+  double forward_s = 0;     ///< forward pass of the model (cuda_graph: the replay of forward, loss, backward)
   double loss_s = 0;        ///< the loss (assigner included)
   double backward_s = 0;    ///< backward pass
   double optimizer_s = 0;   ///< clipping, optimizer step, EMA update

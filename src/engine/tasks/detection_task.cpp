@@ -29,6 +29,8 @@ class DetectionTask : public Task {
     return e2e_ ? (*e2e_)(outputs.one2many, outputs.one2one, targets) : criterion_(outputs.one2many, targets);
   }
 
+  std::string graph_blocker() const override { return ""; }
+
   void start_epoch(std::int64_t epoch, std::int64_t epochs) override {
     (void)epochs;  // E2ELoss took the run's epochs
     if (e2e_) e2e_->set_epoch(epoch);

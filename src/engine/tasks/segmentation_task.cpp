@@ -61,6 +61,10 @@ class SegmentationTask : public Task {
     return out;
   }
 
+  std::string graph_blocker() const override {
+    return overlap_ ? "" : "overlap_mask=false gives one mask per box, a count that changes every step";
+  }
+
   void start_epoch(std::int64_t epoch, std::int64_t epochs) override {
     (void)epochs;  // E2ESegmentationLoss took the run's epochs
     if (e2e_) e2e_->set_epoch(epoch);

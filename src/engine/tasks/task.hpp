@@ -47,6 +47,11 @@ class Task {
     (void)train;
     (void)val;
   }
+  /// Why this task's training step cannot be captured as a CUDA graph ("" when it can: its loss
+  /// has the device step, static shapes and no host read; cuda_graph=, graphed_step.hpp).
+  virtual std::string graph_blocker() const {
+    return "only the detection and segmentation losses have a step without host reads";
+  }
   /// What the run says once the task is made (a pose dataset without flip_idx: flips off).
   virtual std::vector<std::string> setup_warnings() const { return {}; }
   /// An epoch begins: a loss whose weights change per epoch follows here.

@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 
 #include "foreach_optimizers.hpp"
+#include "graphed_step.hpp"
 #include "mixed_precision.hpp"
 #include "test_support.hpp"
 #include "training_memory_probe.hpp"
@@ -293,5 +294,60 @@ TEST_CASE("the device step's forward, loss and backward capture as a CUDA graph 
   const at::Tensor eager = step();
   INFO("replayed " << replayed.cpu() << " eager " << eager.cpu());
   CHECK(max_rel_diff(replayed, eager) < 1e-5);
+#endif
+}
+
+// cuda_graph=: the trainer's GraphedStep on a real model and the device step's loss — two eager
+// steps, then a capture and replays — leaves the gradients an eager backward leaves (accumulated
+// over two steps, as with nbs > batch) and returns the eager items, on new pixels each step.
+TEST_CASE("GraphedStep's capture and replays equal eager steps, gradients accumulated", "[engine][cuda]") {
+  if (skip_without_cuda()) return;
+#if YOLOTRAIN_WITH_CUDA
+  at::manual_seed(4);
+  auto make = [] {
+    at::manual_seed(4);
+    nn::DetectionModel m(nn::DetectionModelOptions("yolov8n.yaml").nc(3));
+    m->to(kCuda);
+    m->train();
+    return m;
+  };
+  nn::DetectionModel graphed_model = make(), eager_model = make();
+  yolotrain::loss::DetectionLossOptions options = yolotrain::loss::DetectionLossOptions::of(graphed_model);
+  options.device_step = true;
+  const yolotrain::loss::DetectionLoss loss(options);
+  yolotrain::data::Batch batch;  // the loader's fields: padded targets on the host
+  const yolotrain::loss::Targets t = some_targets();
+  batch.targets = at::zeros({2, 8, 5});
+  int64_t next[2] = {0, 0};
+  for (int64_t k = 0; k < 5; ++k) {
+    const int64_t i = t.batch_idx[k].item<int64_t>();
+    batch.targets[i][next[i]++].copy_(at::cat({t.cls[k], t.bboxes[k]}));
+  }
+  auto step_of = [&](nn::DetectionModel& m) {
+    return [&, m](const at::Tensor& x, const yolotrain::data::Batch& b) mutable -> en::GraphedStep::Output {
+      yolotrain::loss::Targets targets;
+      targets.padded = b.targets.to(kCuda);
+      const yolotrain::loss::LossOutput out = loss(m->forward_heads(x).one2many, targets);
+      return {out.total, out.items};
+    };
+  };
+  en::GraphedStep graphed(graphed_model->parameters(), /*eager_steps=*/2);
+  for (int s = 0; s < 6; ++s) {
+    at::manual_seed(30 + s);
+    const at::Tensor x = at::rand({2, 3, 128, 128}, kCuda).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor replayed = graphed.run(x, batch, step_of(graphed_model));
+    const auto eager = step_of(eager_model)(x, batch);
+    eager.to_backward.backward();
+    INFO("step " << s << " replayed " << replayed.cpu() << " eager " << eager.items.cpu());
+    CHECK(max_rel_diff(replayed, eager.items) < 1e-4);
+    if (s % 2 == 1) {  // an optimizer step's worth: compare the accumulated gradients, then drop them
+      const auto a = graphed_model->parameters(), b = eager_model->parameters();
+      for (std::size_t i = 0; i < a.size(); ++i) CHECK(max_rel_diff(a[i].grad(), b[i].grad()) < 1e-3);
+      for (auto& p : a) p.mutable_grad() = at::Tensor();
+      for (auto& p : b) p.mutable_grad() = at::Tensor();
+    }
+  }
+  CHECK(graphed.graphs() == 1);
+  CHECK(graphed.disabled().empty());
 #endif
 }

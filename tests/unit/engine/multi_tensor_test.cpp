@@ -2,6 +2,7 @@
 // Adam and AdamW steps, its clip_grad_norm_, the EMA's mul_/add_ — equal to the bit on the CPU —
 // and the step tally's running means against the host's double arithmetic.
 #include <ATen/ATen.h>
+#include <torch/types.h>
 #include <torch/nn/utils/clip_grad.h>
 
 #include "foreach_optimizers.hpp"
