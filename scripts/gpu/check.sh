@@ -4,14 +4,18 @@
 #   scripts/gpu/check.sh build    preflight, build against that PyTorch, the [cuda] tests, then
 #                                 yolo_train on CUDA: SIGTERM mid-epoch and resume, a pause with
 #                                 each pause_release
-#   scripts/gpu/check.sh bench    coco128 at 640 with amp=true/false/bf16, throughput (train_bench),
-#                                 AutoBatch, the loader curve (data_bench)
+#   scripts/gpu/check.sh bench    the step at 640 for yolov8n, yolo11n, yolo26n, batch 16 and 64, amp
+#                                 off and on: the model-bound ceiling (step_bench: one batch on the
+#                                 device, eager and as a CUDA graph, GPU time by CUDA events) and the
+#                                 trainer (train_bench, cuda_graph=false and true)
+#   scripts/gpu/check.sh more     coco128 at 640 with amp=true/false/bf16 (3 epochs), AutoBatch, the
+#                                 loader curve (data_bench)
 # Needs, beside the checkout: .gpudeps/{sysroot.tar.xz,env.sh} (scripts/gpu/gather-deps.sh) and
 # .gpudata/datasets/{coco128,bccd} (copies of ../shared/datasets/...). Writes figures to $OUT/summary-<phase>.txt
 # and every log to $OUT/logs-<phase>.tar.gz. YT_DEVICE=cpu rehearses it on a CPU machine
 # (YT_GPU_DEPS: another gathered folder; YT_GPU_BUILD, YT_GPU_WORK: where to build and run).
 set -uo pipefail
-phase=${1:?usage: check.sh build|bench}
+phase=${1:?usage: check.sh build|bench|more}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=${OUT:-/tmp/yolotrain-gpu-out}
 work=${YT_GPU_WORK:-/tmp/yolotrain-gpu}
@@ -78,7 +82,7 @@ build_it() {
   say "$(grep YOLOTRAIN_WITH_CUDA "$build/CMakeCache.txt")"
   step build
   cmake --build "$build" -j"$jobs" --target yolo_train yolo_dataset yolotrain_cuda_tests yolotrain_unit_tests \
-    train_bench data_bench >"$work/logs/build.log" 2>&1 ||
+    train_bench step_bench data_bench >"$work/logs/build.log" 2>&1 ||
     { grep -E "error|Error" -A3 "$work/logs/build.log" | head -80 | tee -a "$summary"; exit 1; }
   say "built in ${SECONDS}s"
 }
@@ -136,7 +140,27 @@ build_phase() {
   done
 }
 
+# eager vs graph vs the ceiling, in one call (issue 51): step_bench's 24 configurations, then the
+# trainer's (train_bench: the loader, EMA, tally and progress line included) with cuda_graph off and on.
 bench_phase() {
+  step "the step alone on one batch on $device (step_bench: eager, graph; GPU time by CUDA events)"
+  timeout 300 "$build/bench/step_bench" data="$data" device="$device" imgsz=640 steps=30 \
+    2>&1 | tee "$work/logs/step_bench.log" | tee -a "$summary"
+  step "the trainer (train_bench, coco128, imgsz 640, 40 steps, workers 14): cuda_graph=false, true"
+  for model in yolov8n.yaml yolo11n.yaml yolo26n.yaml; do
+    for batch in 16 64; do
+      for amp in false true; do
+        for graph in false true; do
+          local line; line=$(timeout 60 "$build/bench/train_bench" data="$data" model=$model imgsz=640 batch=$batch \
+            steps=40 workers=14 device="$device" amp=$amp cuda_graph=$graph 2>&1 | grep '^imgsz')
+          say "$model batch $batch amp=$amp cuda_graph=$graph: ${line:-failed}"
+        done
+      done
+    done
+  done
+}
+
+more_phase() {
   local gpu_log=$work/logs/nvidia-smi-dmon.log
   nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -lms 500 >"$gpu_log" 2>/dev/null &
   local smi=$!
@@ -147,19 +171,7 @@ bench_phase() {
       project="$work/runs" name=coco_amp_$amp exist_ok=true >"$work/logs/coco_amp_$amp.log" 2>&1
     say "amp=$amp: exit $? in $((SECONDS - t0))s"
     cut -d, -f1-8 "$work/runs/coco_amp_$amp/results.csv" 2>/dev/null | tee -a "$summary"
-    grep -iE "skipped|nan|inf " "$work/logs/coco_amp_$amp.log" | head -3 >>"$summary"
-  done
-  step "throughput (train_bench, coco128, imgsz 640, 40 steps, workers 14)"
-  for model in yolov8n.yaml yolo11n.yaml; do
-    for batch in 16 64; do
-      for amp in false true; do
-        local t0=$SECONDS
-        local line; line=$(timeout 120 "$build/bench/train_bench" data="$data" model=$model imgsz=640 batch=$batch steps=40 \
-          workers=14 device="$device" amp=$amp 2>&1 | grep '^imgsz')
-        local util; util=$(awk -F', ' -v t="$(date -d "-$((SECONDS - t0)) sec" +%Y/%m/%d\ %H:%M:%S)" '$1 >= t {s+=$2; n++} END {if (n) printf "%.0f", s/n}' "$gpu_log")
-        say "$model batch $batch amp=$amp: ${line:-failed} | GPU util ${util:-?} % (mean over the run)"
-      done
-    done
+    grep -iE "skipped|nan|inf |cuda_graph" "$work/logs/coco_amp_$amp.log" | head -3 >>"$summary"
   done
   step "AutoBatch (batch=-1) on $device, yolov8n at 640, 1 epoch"
   timeout 150 "$yt" data="$data" model=yolov8n.yaml epochs=1 imgsz=640 batch=-1 device="$device" workers=14 \
@@ -173,5 +185,6 @@ bench_phase() {
 case $phase in
   build) build_phase ;;
   bench) bench_phase ;;
-  *) echo "usage: check.sh build|bench" >&2; exit 2 ;;
+  more) more_phase ;;
+  *) echo "usage: check.sh build|bench|more" >&2; exit 2 ;;
 esac
