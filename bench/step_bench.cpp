@@ -34,6 +34,7 @@
 #include "yolotrain/data/dataset.hpp"
 #include "yolotrain/data/loader.hpp"
 #include "yolotrain/engine/cpu_threads.hpp"
+#include "yolotrain/lifecycle/memory/host_memory.hpp"
 #include "yolotrain/loss/e2e_loss.hpp"
 #include "yolotrain/nn.hpp"
 #include "yolotrain/nn/memory_format.hpp"
@@ -176,7 +177,8 @@ int main(int argc, char** argv) {
       {"device", "cuda"},
       {"data", YOLOTRAIN_SHARED_DIR "/datasets/coco128/data.yaml"}};
   if (!yolotrain::bench::parse_args("step_bench", argc, argv, args)) return 2;
-  en::prefer_avx512_kernels();
+  en::prefer_avx512_kernels();  // as yolo_train does
+  yolotrain::lifecycle::keep_freed_host_memory();  // as the trainer does: no page faults a step
   const yd::DataConfig data = yd::load_data_yaml(args["data"]);
   const torch::Device device(args["device"]);
   std::printf("step_bench: one batch of %s on %s, imgsz %s, %s steps after %s (a step: forward, loss, backward, "

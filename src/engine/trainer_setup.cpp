@@ -19,9 +19,8 @@ void Trainer::Run::load_data() {
   report_problems("val: ", data.val.report);
   if (cfg.fraction < 1.0) {  // as Ultralytics: the first round(fraction * n) images
     const auto keep = static_cast<std::size_t>(python_round(cfg.fraction * double(data.train.size())));
-    if (keep == 0)
-      throw ConfigError("fraction=" + exact_text(cfg.fraction) + " leaves no training image of " +
-                        std::to_string(data.train.size()));
+    if (keep == 0) throw ConfigError("fraction=" + exact_text(cfg.fraction) + " leaves no training image of " +
+                                     std::to_string(data.train.size()));
     data.train.records.resize(keep);
     say("fraction=" + std::to_string(cfg.fraction) + ": training on the first " + std::to_string(keep) + " images");
   }
@@ -34,9 +33,8 @@ void Trainer::Run::load_data() {
 
 void Trainer::Run::load_data_yaml() {
   if (cfg.data == kMemoryData) {
-    throw ConfigError(
-        "data=memory: this run trained on a program's in-memory samples (engine::TrainingData); "
-        "resume it from that program, or give a data.yaml");
+    throw ConfigError("data=memory: this run trained on a program's in-memory samples (engine::TrainingData); "
+                      "resume it from that program, or give a data.yaml");
   }
   if (ranks.active()) {  // rank 0 writes the built-in set on first use while the others wait
     if (ranks.leader()) data_yaml(cfg);
@@ -44,8 +42,7 @@ void Trainer::Run::load_data_yaml() {
   }
   const fs::path yaml = data_yaml(cfg);
   if (!fs::exists(yaml)) {
-    throw ConfigError("data=" + cfg.data +
-                      ": no such file or folder; give a data.yaml (or data=shapes), or for "
+    throw ConfigError("data=" + cfg.data + ": no such file or folder; give a data.yaml (or data=shapes), or for "
                       "classification a folder of class folders (or data=shapes-cls)");
   }
   try {
@@ -116,14 +113,14 @@ void Trainer::Run::build() {
     throw ConfigError("model=" + cfg.model + ": " + e.what());
   }
   if (!cfg.task.empty() && cfg.task != model->task()) {  // Ultralytics: the model's task wins
-    say("WARNING conflicting 'task=" + cfg.task + "' passed with 'task=" + model->task() +
-        "' model. Ignoring 'task=" + cfg.task + "' and updating to 'task=" + model->task() + "' to match model.");
+    say("WARNING conflicting 'task=" + cfg.task + "' passed with 'task=" + model->task() + "' model. Ignoring 'task=" +
+        cfg.task + "' and updating to 'task=" + model->task() + "' to match model.");
   }
   if (model->task() == "classify" && cfg.imgsz == TrainConfig().imgsz) {  // ClassificationTrainer: 224 when none given
     say("imgsz=224: a classification model's default size (Ultralytics' classification trainer)");
     cfg.imgsz = 224;
   }
-  cfg.task = model->task();                    // args.yaml says which
+  cfg.task = model->task();  // args.yaml says which
   if (cfg.imgsz % model->max_stride() != 0) {  // Ultralytics' check_imgsz(imgsz, stride=gs, floor=gs)
     const std::int64_t rounded = nn::check_imgsz(cfg.imgsz, model->max_stride());
     say("warning: imgsz=" + std::to_string(cfg.imgsz) + " must be a multiple of " +
@@ -159,8 +156,8 @@ void Trainer::Run::build() {
   for (const std::string& warning : task->setup_warnings()) say(warning);
   if (!plan.resume_from) state.loss_means.assign(task->loss_terms().size(), 0.0);
   build_loaders();
-  const std::string model_id =
-      model->yaml_path().filename().string() + ":" + model->scale() + ":nc" + std::to_string(model->nc());
+  const std::string model_id = model->yaml_path().filename().string() + ":" + model->scale() + ":nc" +
+                               std::to_string(model->nc());
   store = std::make_unique<lc::CheckpointStore>(
       lc::CheckpointStoreOptions{plan.run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
   if (plan.remote) remote::mirror_checkpoints(*store, plan.remote->mirror());

@@ -409,6 +409,8 @@ TEST_CASE("bad values and unusable datasets exit 2 and imgsz is rounded up", "[i
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {train_args(tmp / "p", {"batch=0"}), "batch"},
       {train_args(tmp / "p", {"data=" + (tmp / "empty" / "data.yaml").string()}), "no usable image"},
+      {train_args(tmp / "p", {"cuda_graph=true"}),
+       "cuda_graph=true: the run is not on a CUDA device; use cuda_graph=auto"},
   };
   for (const auto& [args, message] : cases) {
     const Finished f = run_to_end(args, tmp / "out.txt");

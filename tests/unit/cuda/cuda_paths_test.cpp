@@ -50,7 +50,7 @@ yolotrain::loss::Targets some_targets() {
   t.cls = at::tensor({0.f, 2.f, 1.f, 0.f, 2.f}).view({5, 1});
   t.bboxes = at::tensor({0.30f, 0.40f, 0.20f, 0.30f, 0.70f, 0.60f, 0.25f, 0.20f, 0.50f, 0.50f,
                          0.60f, 0.70f, 0.20f, 0.80f, 0.10f, 0.10f, 0.85f, 0.25f, 0.08f, 0.12f})
-                 .view({5, 4});
+                  .view({5, 4});
   return t;
 }
 
