@@ -251,9 +251,8 @@ void Trainer::Run::train_batch(const data::Batch& b) {
 
 std::optional<ValidationReport> Trainer::Run::validation_pass(bool plots) {
   const auto t0 = Clock::now();
-  ValidationPass pass{ema->ema(),  data.val_loader.get(), nullptr,        device, memory_format,
-                      cfg.iou,     cfg.max_det,           cfg.single_cls, &token, plots ? outputs.plots.get() : nullptr,
-                      plan.run_dir};
+  ValidationPass pass{ema->ema(), data.val_loader.get(), nullptr, device, memory_format, cfg.iou, cfg.max_det,
+                      cfg.single_cls, &token, plots ? outputs.plots.get() : nullptr, plan.run_dir};
   pass.rules = rules_for(cfg.compat);
   std::optional<ValidationReport> report = task->validate(pass);
   result.timings.validation_s += seconds_since(t0);
@@ -488,8 +487,8 @@ void Trainer::Run::finish() {
   }
   say("Results saved to " + plan.run_dir.string());
   if (outputs.plots && result.outcome == RunOutcome::Completed && fs::exists(plan.run_dir / "val_batch0_pred.jpg")) {
-    say("predictions on validation images: " + (plan.run_dir / "val_batch0_pred.jpg").string() +
-        "; curves: " + (plan.run_dir / "results.png").string());
+    say("predictions on validation images: " + (plan.run_dir / "val_batch0_pred.jpg").string() + "; curves: " +
+        (plan.run_dir / "results.png").string());
   }
 }
 
