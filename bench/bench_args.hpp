@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace yolotrain::bench {
 
@@ -21,6 +23,16 @@ inline bool parse_args(const char* program, int argc, char** argv, std::map<std:
     args[s.substr(0, eq)] = s.substr(eq + 1);
   }
   return true;
+}
+
+/// "a,b,,c" -> {a, b, c}: a list argument's items.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
 }
 
 }  // namespace yolotrain::bench

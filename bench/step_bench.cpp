@@ -52,15 +52,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 struct Config {
   std::string model, amp, mode;
   int batch = 16, imgsz = 640, steps = 30, warmup = 5;
@@ -186,11 +177,11 @@ int main(int argc, char** argv) {
               args["data"].c_str(), device.str().c_str(), args["imgsz"].c_str(), args["steps"].c_str(),
               args["warmup"].c_str());
   int rc = 0;
-  for (const std::string& model : split(args["models"])) {
-    for (const std::string& batch : split(args["batches"])) {
-      for (const std::string& amp : split(args["amps"])) {
+  for (const std::string& model : yolotrain::bench::split_list(args["models"])) {
+    for (const std::string& batch : yolotrain::bench::split_list(args["batches"])) {
+      for (const std::string& amp : yolotrain::bench::split_list(args["amps"])) {
         std::map<std::string, Figures> by_mode;
-        for (const std::string& mode : split(args["modes"])) {
+        for (const std::string& mode : yolotrain::bench::split_list(args["modes"])) {
           Config c{model, amp, mode, std::stoi(batch), std::stoi(args["imgsz"]), std::stoi(args["steps"]),
                    std::stoi(args["warmup"]), device};
           const std::string name = model + " batch " + batch + " amp=" + amp + " " + mode;

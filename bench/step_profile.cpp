@@ -22,15 +22,6 @@ namespace en = yolotrain::engine;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 void print_top(const en::OperatorCounts& total, std::size_t steps, int top) {
   std::vector<std::pair<std::int64_t, std::string>> sorted;
   for (const auto& [name, count] : total.by_name) sorted.emplace_back(-count, name);
@@ -55,7 +46,7 @@ int main(int argc, char** argv) {
                                              {"optimizer", "auto"},
                                              {"top", "12"}};
   if (!yolotrain::bench::parse_args("step_profile", argc, argv, args)) return 2;
-  for (const std::string& model : split(args["models"])) {
+  for (const std::string& model : yolotrain::bench::split_list(args["models"])) {
     const bool seg = model.find("-seg") != std::string::npos;
     char dir[] = "/tmp/yolotrain-step-profile-XXXXXX";
     if (!mkdtemp(dir)) return 1;
