@@ -13,7 +13,8 @@
 # Needs, beside the checkout: .gpudeps/{sysroot.tar.xz,env.sh} (scripts/gpu/gather-deps.sh) and
 # .gpudata/datasets/{coco128,bccd} (copies of ../shared/datasets/...). Writes figures to $OUT/summary-<phase>.txt
 # and every log to $OUT/logs-<phase>.tar.gz. YT_DEVICE=cpu rehearses it on a CPU machine
-# (YT_GPU_DEPS: another gathered folder; YT_GPU_BUILD, YT_GPU_WORK: where to build and run).
+# (YT_GPU_DEPS: another gathered folder; YT_GPU_BUILD, YT_GPU_WORK: where to build and run;
+# YT_BENCH_IMGSZ, YT_BENCH_BATCHES, YT_BENCH_STEPS: smaller bench sizes for a CPU).
 set -uo pipefail
 phase=${1:?usage: check.sh build|bench|more}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -143,18 +144,19 @@ build_phase() {
 # eager vs graph vs the ceiling, in one call (issue 51): step_bench's 24 configurations, then the
 # trainer's (train_bench: the loader, EMA, tally and progress line included) with cuda_graph off and on.
 bench_phase() {
+  local imgsz=${YT_BENCH_IMGSZ:-640} batches=${YT_BENCH_BATCHES:-16 64} steps=${YT_BENCH_STEPS:-30}
   step "the step alone on one batch on $device (step_bench: eager, graph; GPU time by CUDA events)"
-  timeout 240 "$build/bench/step_bench" data="$data" device="$device" imgsz=640 steps=30 \
-    2>&1 | tee "$work/logs/step_bench.log" | tee -a "$summary"
-  step "the trainer (train_bench, coco128, imgsz 640, 40 steps, workers 14): cuda_graph=false, true"
+  timeout 240 "$build/bench/step_bench" data="$data" device="$device" imgsz="$imgsz" steps="$steps" \
+    batches="${batches// /,}" 2>&1 | tee "$work/logs/step_bench.log" | tee -a "$summary"
+  step "the trainer (train_bench, coco128, imgsz $imgsz, $((steps + 10)) steps, workers 14): cuda_graph=false, true"
   local graphs="false true"
   [ "$device" = cpu ] && graphs=false  # the rehearsal: cuda_graph=true refuses a CPU run
   for model in yolov8n.yaml yolo11n.yaml yolo26n.yaml; do
-    for batch in 16 64; do
+    for batch in $batches; do
       for amp in false true; do
         for graph in $graphs; do
-          local line; line=$(timeout 60 "$build/bench/train_bench" data="$data" model=$model imgsz=640 batch=$batch \
-            steps=40 workers=14 device="$device" amp=$amp cuda_graph=$graph 2>&1 | grep '^imgsz')
+          local line; line=$(timeout 60 "$build/bench/train_bench" data="$data" model=$model imgsz="$imgsz" batch=$batch \
+            steps=$((steps + 10)) workers=14 device="$device" amp=$amp cuda_graph=$graph 2>&1 | grep '^imgsz')
           say "$model batch $batch amp=$amp cuda_graph=$graph: ${line:-failed}"
         done
       done
