@@ -82,9 +82,14 @@ struct GraphedStep::Entry {
   std::vector<at::Tensor> grads;  // per parameter (undefined: none)
 };
 
+// Every graph allocates from one private pool, and graphs replay in any order, which PyTorch
+// promises to be safe only in capture order. Here it is: a graph's inputs are allocated outside the
+// capture (not in the pool); what the pool holds for one graph and another may reuse is only ever
+// read right after that graph's own replay (intermediates, and the outputs: the items are cloned and
+// the gradients added or copied before anything else replays).
 struct GraphedStep::Pool {
 #if YOLOTRAIN_WITH_CUDA
-  at::cuda::MempoolId_t id = at::cuda::graph_pool_handle();  // every graph's intermediates share it
+  at::cuda::MempoolId_t id = at::cuda::graph_pool_handle();
 #endif
 };
 
