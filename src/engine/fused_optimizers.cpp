@@ -138,6 +138,22 @@ void fused_adam_group(torch::optim::OptimizerParamGroup& group, StateMap& states
 }
 #endif
 
+// Adam's or AdamW's fused step over its groups, each with its device step count.
+template <typename Options, typename ParamState, typename Optimizer>
+void fused_adam_step(Optimizer& opt, TensorList& device_steps, const at::Tensor& found_inf, const std::string& name) {
+#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
+  (void)name;
+  at::NoGradGuard no_grad;
+  device_steps.resize(opt.param_groups().size());
+  for (std::size_t g = 0; g < opt.param_groups().size(); ++g) {
+    fused_adam_group<Options, ParamState>(opt.param_groups()[g], opt.state(), device_steps[g], found_inf);
+  }
+#else
+  (void)opt, (void)device_steps, (void)found_inf;
+  no_fused_kernels(name);
+#endif
+}
+
 }  // namespace
 
 void ForeachSGD::step_unless(const at::Tensor& found_inf) {
@@ -151,31 +167,11 @@ void ForeachSGD::step_unless(const at::Tensor& found_inf) {
 }
 
 void ForeachAdam::step_unless(const at::Tensor& found_inf) {
-#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
-  at::NoGradGuard no_grad;
-  device_steps_.resize(param_groups().size());
-  for (std::size_t g = 0; g < param_groups().size(); ++g) {
-    fused_adam_group<torch::optim::AdamOptions, torch::optim::AdamParamState>(param_groups()[g], state_,
-                                                                              device_steps_[g], found_inf);
-  }
-#else
-  (void)found_inf;
-  no_fused_kernels("Adam");
-#endif
+  fused_adam_step<torch::optim::AdamOptions, torch::optim::AdamParamState>(*this, device_steps_, found_inf, "Adam");
 }
 
 void ForeachAdamW::step_unless(const at::Tensor& found_inf) {
-#if YOLOTRAIN_TORCH_AT_LEAST(2, 4)
-  at::NoGradGuard no_grad;
-  device_steps_.resize(param_groups().size());
-  for (std::size_t g = 0; g < param_groups().size(); ++g) {
-    fused_adam_group<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(param_groups()[g], state_,
-                                                                                device_steps_[g], found_inf);
-  }
-#else
-  (void)found_inf;
-  no_fused_kernels("AdamW");
-#endif
+  fused_adam_step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(*this, device_steps_, found_inf, "AdamW");
 }
 
 void ForeachAdam::settle() { settle_steps<torch::optim::AdamParamState>(*this, device_steps_); }

@@ -40,11 +40,8 @@ at::Tensor gt_masks(const at::Tensor& masks, const at::Tensor& idx, const Target
 at::Tensor SegmentationLoss::dense_mask_term(const DetectionTerms& det, const SegmentationOutputs& out,
                                              const Targets& targets, at::Tensor masks) const {
   RECORD_FUNCTION("yolotrain::loss::dense_mask_term", std::vector<c10::IValue>());
-  at::Tensor proto = out.proto;
+  const at::Tensor proto = prototypes_at(out.proto, masks);
   const int64_t mh = masks.size(1), mw = masks.size(2);
-  if (proto.size(2) != mh || proto.size(3) != mw) {
-    proto = at::upsample_bilinear2d(proto, {mh, mw}, /*align_corners=*/false);
-  }
   const Assignment& a = det.assignment;
   const int64_t b = proto.size(0), anchors = a.fg_mask.size(1);
   const int64_t k = std::max<int64_t>(1, std::min(anchors, detection_.options().tal_topk * det.gt_rows));

@@ -62,44 +62,49 @@ LossOutput SegmentationLoss::operator()(const SegmentationOutputs& out, const Ta
                                         const MaskTargets& masks) const {
   check(out, masks, overlap_);
   const DetectionTerms det = detection_.terms(out.feats, targets);
-  if (detection_.uses_device_step(out.proto)) return device_step(det, out, targets, masks);
-  const at::Tensor zero = at::zeros({}, det.loss.options());
-  at::Tensor seg = zero, sem = zero;
-  const bool any = det.assignment.fg_mask.defined() && det.assignment.fg_mask.any().item<bool>();
-  if (any) {
-    seg = mask_term(det, out, targets, masks.masks.to(out.proto.device()).to(at::kFloat));
-    if (out.semantic.defined()) sem = semantic_term(out, targets, masks) * detection_.gains().box;
-  } else {  // Ultralytics keeps the graph (DDP's unused-gradient check): zeros times the outputs
-    seg = (out.proto * 0).sum() + (out.mask_coefficients * 0).sum();
-    if (out.semantic.defined()) sem = (out.semantic * 0).sum();
-  }
-  seg = seg * detection_.gains().box;
-  const at::Tensor items = at::stack({det.loss[0], seg, det.loss[1], det.loss[2], sem});
+  const MaskTerms m = detection_.uses_device_step(out.proto) ? device_terms(det, out, targets, masks)
+                                                             : positives_terms(det, out, targets, masks);
+  const at::Tensor items = at::stack({det.loss[0], m.seg * detection_.gains().box, det.loss[1], det.loss[2], m.sem});
   return {items.sum() * out.feats[0].size(0), items.detach()};
+}
+
+SegmentationLoss::MaskTerms SegmentationLoss::positives_terms(const DetectionTerms& det, const SegmentationOutputs& out,
+                                                              const Targets& targets, const MaskTargets& masks) const {
+  const at::Tensor zero = at::zeros({}, det.loss.options());
+  MaskTerms m{zero, zero};
+  if (det.assignment.fg_mask.defined() && det.assignment.fg_mask.any().item<bool>()) {
+    m.seg = mask_term(det, out, targets, masks.masks.to(out.proto.device()).to(at::kFloat));
+    if (out.semantic.defined()) m.sem = semantic_term(out, targets, masks) * detection_.gains().box;
+  } else {  // Ultralytics keeps the graph (DDP's unused-gradient check): zeros times the outputs
+    m.seg = (out.proto * 0).sum() + (out.mask_coefficients * 0).sum();
+    if (out.semantic.defined()) m.sem = (out.semantic * 0).sum();
+  }
+  return m;
 }
 
 // Without a positive the mask term is 0 (its terms all weigh 0), and the semantic term too: a
 // device-side factor instead of the host's branch.
-LossOutput SegmentationLoss::device_step(const DetectionTerms& det, const SegmentationOutputs& out,
-                                         const Targets& targets, const MaskTargets& masks) const {
-  const at::Tensor seg =
-      dense_mask_term(det, out, targets, masks.masks.to(out.proto.device()).to(at::kFloat)) * detection_.gains().box;
-  at::Tensor sem = at::zeros({}, det.loss.options());
+SegmentationLoss::MaskTerms SegmentationLoss::device_terms(const DetectionTerms& det, const SegmentationOutputs& out,
+                                                           const Targets& targets, const MaskTargets& masks) const {
+  MaskTerms m{dense_mask_term(det, out, targets, masks.masks.to(out.proto.device()).to(at::kFloat)),
+              at::zeros({}, det.loss.options())};
   if (out.semantic.defined()) {
-    const at::Tensor any = det.assignment.fg_mask.any().to(sem.scalar_type());
-    sem = semantic_term(out, targets, masks) * detection_.gains().box * any;
+    const at::Tensor any = det.assignment.fg_mask.any().to(m.sem.scalar_type());
+    m.sem = semantic_term(out, targets, masks) * detection_.gains().box * any;
   }
-  const at::Tensor items = at::stack({det.loss[0], seg, det.loss[1], det.loss[2], sem});
-  return {items.sum() * out.feats[0].size(0), items.detach()};
+  return m;
+}
+
+at::Tensor SegmentationLoss::prototypes_at(const at::Tensor& proto, const at::Tensor& masks) {
+  const int64_t mh = masks.size(1), mw = masks.size(2);
+  if (proto.size(2) == mh && proto.size(3) == mw) return proto;
+  return at::upsample_bilinear2d(proto, {mh, mw}, /*align_corners=*/false);
 }
 
 at::Tensor SegmentationLoss::mask_term(const DetectionTerms& det, const SegmentationOutputs& out,
                                        const Targets& targets, at::Tensor masks) const {
-  at::Tensor proto = out.proto;
+  const at::Tensor proto = prototypes_at(out.proto, masks);
   const int64_t mh = masks.size(1), mw = masks.size(2);
-  if (proto.size(2) != mh || proto.size(3) != mw) {
-    proto = at::upsample_bilinear2d(proto, {mh, mw}, /*align_corners=*/false);
-  }
   const Assignment& a = det.assignment;
   const at::Tensor wh = det.imgsz.flip(0).repeat({2});  // w, h, w, h
   const at::Tensor normalized = a.target_bboxes / wh;                             // [B, A, 4]

@@ -49,13 +49,22 @@ class SegmentationLoss {
   bool overlap() const { return overlap_; }
 
  private:
+  /// The mask term (before its gain) and the semantic term (with it), 0 without a positive: on the
+  /// positives (the CPU's path), or in the device step (static shapes, no host read).
+  struct MaskTerms {
+    at::Tensor seg, sem;
+  };
+  MaskTerms positives_terms(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
+                            const MaskTargets& masks) const;
+  MaskTerms device_terms(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
+                         const MaskTargets& masks) const;
   at::Tensor mask_term(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
                        at::Tensor masks) const;
-  LossOutput device_step(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
-                         const MaskTargets& masks) const;
-  /// The mask term in the device step (static shapes, no host read): src/loss/dense_mask_term.cpp.
+  /// The mask term in the device step: src/loss/dense_mask_term.cpp.
   at::Tensor dense_mask_term(const DetectionTerms& det, const SegmentationOutputs& out, const Targets& targets,
                              at::Tensor masks) const;
+  /// The prototypes [B, nm, h, w] at the masks' size (bilinear, as Ultralytics) where they differ.
+  static at::Tensor prototypes_at(const at::Tensor& proto, const at::Tensor& masks);
   at::Tensor semantic_term(const SegmentationOutputs& out, const Targets& targets, const MaskTargets& masks) const;
 
   DetectionLoss detection_;
