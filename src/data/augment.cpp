@@ -306,8 +306,23 @@ void random_perspective(Labelled& s, const AugmentConfig& cfg, Rng& rng, int bor
   s = std::move(out);
 }
 
+namespace {
+
+// numpy's float64 `%` (npy_divmod): fmod, moved into the divisor's sign.
+double numpy_mod(double a, double b) {
+  const double m = std::fmod(a, b);
+  return m != 0 && ((b < 0) != (m < 0)) ? m + b : m;
+}
+
+}  // namespace
+
+std::uint8_t hue_lut_entry(int x, double r, bool shift) {
+  // 8.4 (data/augment.py:1500, since 8.3.79): ((x + r * 180) % 180); 8.3.78: ((x * (r + 1)) % 180).
+  return static_cast<std::uint8_t>(shift ? numpy_mod(x + r * 180.0, 180.0) : std::fmod(x * (r + 1), 180.0));
+}
+
 void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng) {
-  const double rh = rng.uniform(-1, 1) * cfg.hsv_h + 1;
+  const double rh = rng.uniform(-1, 1) * cfg.hsv_h;
   const double rs = rng.uniform(-1, 1) * cfg.hsv_s + 1;
   const double rv = rng.uniform(-1, 1) * cfg.hsv_v + 1;
   if (cfg.hsv_h == 0 && cfg.hsv_s == 0 && cfg.hsv_v == 0) return;
@@ -316,7 +331,7 @@ void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng) {
   cv::Mat lut(1, 256, CV_8UC3);
   for (int x = 0; x < 256; ++x) {
     auto& v = lut.at<cv::Vec3b>(0, x);
-    v[0] = static_cast<std::uint8_t>(std::fmod(x * rh, 180.0));
+    v[0] = hue_lut_entry(x, rh, cfg.hue_shift);
     v[1] = static_cast<std::uint8_t>(std::clamp(x * rs, 0.0, 255.0));
     v[2] = static_cast<std::uint8_t>(std::clamp(x * rv, 0.0, 255.0));
   }

@@ -317,14 +317,50 @@ double interp(double x, double x1, double y0, double y1) {
 std::int64_t python_round(double x) { return static_cast<std::int64_t>(std::nearbyint(x)); }
 
 std::int64_t warmup_iterations(const TrainConfig& cfg, std::int64_t nb) {
-  return std::max<std::int64_t>(python_round(cfg.warmup_epochs * double(nb)), 100);
+  if (!cfg.ultralytics84()) return std::max<std::int64_t>(python_round(cfg.warmup_epochs * double(nb)), 100);
+  // 8.4's BaseTrainer._get_warmup_iterations (engine/trainer.py:253-256): the last epoch never warms.
+  const double epochs = std::min(cfg.warmup_epochs, double(std::max<std::int64_t>(cfg.epochs - 1, 0)));
+  return epochs > 0 ? python_round(epochs * double(nb)) : 0;
+}
+
+WarmupPosition warmup_position(const TrainConfig& cfg, std::int64_t ni, std::int64_t nb) {
+  WarmupPosition w;
+  w.nw = warmup_iterations(cfg, nb);
+  if (!cfg.ultralytics84()) {  // 8.3: `ni <= nw` (nw >= 100), then the scheduler's lr; ramps at their ends
+    w.ramp_at = double(std::min(ni, w.nw));
+    if (ni <= w.nw) w.lr_at = double(ni);
+    return w;
+  }
+  // 8.4 (engine/trainer.py:467-483): `ni < nw`; after it nothing resets momentum or accumulate, so
+  // they keep step nw - 1's values, and the lr keeps it until the next epoch's scheduler step.
+  if (ni < w.nw) {
+    w.lr_at = w.ramp_at = double(ni);
+  } else if (w.nw > 0) {
+    w.ramp_at = double(w.nw - 1);
+    if (nb > 0 && (w.nw - 1) / nb == ni / nb) w.lr_at = double(w.nw - 1);
+  }
+  return w;
 }
 
 std::int64_t accumulate_at(const TrainConfig& cfg, std::int64_t ni, std::int64_t nb) {
   const double full = double(cfg.nbs) / double(cfg.batch);
-  const std::int64_t nw = warmup_iterations(cfg, nb);
-  if (ni <= nw) return std::max<std::int64_t>(1, python_round(interp(double(ni), double(nw), 1.0, full)));
+  const WarmupPosition w = warmup_position(cfg, ni, nb);
+  if (w.ramp_at) return std::max<std::int64_t>(1, python_round(interp(*w.ramp_at, double(w.nw), 1.0, full)));
   return std::max<std::int64_t>(python_round(full), 1);
+}
+
+StepSchedule schedule_at(const TrainConfig& cfg, const OptimizerChoice& choice, std::int64_t ni, std::int64_t nb) {
+  const WarmupPosition w = warmup_position(cfg, ni, nb);
+  const double factor = lr_factor(cfg, nb > 0 ? ni / nb : 0, cfg.epochs);
+  StepSchedule s;
+  s.momentum = w.ramp_at ? interp(*w.ramp_at, double(w.nw), cfg.warmup_momentum, cfg.momentum) : choice.momentum;
+  s.accumulate = accumulate_at(cfg, ni, nb);
+  for (const GroupRole& role : group_roles(choice.name)) {
+    const double target = choice.lr * role.lr_scale * factor;  // Ultralytics: initial_lr * lf(epoch)
+    const double start = role.bias ? choice.warmup_bias_lr : 0.0;
+    s.lr.push_back(w.lr_at ? interp(*w.lr_at, double(w.nw), start, target) : target);
+  }
+  return s;
 }
 
 }  // namespace yolotrain::engine

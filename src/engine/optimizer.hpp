@@ -5,6 +5,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,10 +82,34 @@ double interp(double x, double x1, double y0, double y1);
 /// Python's round() and numpy's: to the nearest integer, halves to even (2.5 -> 2, 3.5 -> 4).
 std::int64_t python_round(double x);
 
-/// Warm-up iterations: max(round(warmup_epochs * nb), 100), nb = batches per epoch.
+/// Warm-up iterations: 8.4's round(min(warmup_epochs, max(epochs - 1, 0)) * nb) (0: none); under
+/// compat=8.3 max(round(warmup_epochs * nb), 100). nb = batches per epoch.
 std::int64_t warmup_iterations(const TrainConfig& cfg, std::int64_t nb);
+
+/// Where the warm-up's ramps np.interp(x, [0, nw], ...) are read at global iteration `ni`.
+struct WarmupPosition {
+  std::int64_t nw = 0;           ///< warm-up iterations
+  std::optional<double> lr_at;   ///< the learning rates' x; none: initial_lr * lf(epoch)
+  std::optional<double> ramp_at; ///< momentum's and accumulate's x; none (no warm-up): the optimizer's
+};
+/// 8.4: x = ni while ni < nw; then momentum and accumulate keep step nw - 1's values for good and
+/// the learning rates until the epoch ends (nothing resets them: engine/trainer.py:467-483).
+/// compat=8.3: x = ni while ni <= nw, then the ramps' ends (x = nw) and the scheduler's lr.
+/// Momentum ramps to the `momentum` argument even where optimizer=auto built the optimizer with 0.9
+/// (Ultralytics interpolates to self.args.momentum).
+WarmupPosition warmup_position(const TrainConfig& cfg, std::int64_t ni, std::int64_t nb);
+
 /// Batches accumulated per optimizer step at global iteration `ni`: round(nbs / batch), ramped
-/// from 1 as round(interp(ni, [0, nw], [1, nbs / batch])) during the warm-up.
+/// from 1 as round(interp(x, [0, nw], [1, nbs / batch])) during the warm-up (warmup_position).
 std::int64_t accumulate_at(const TrainConfig& cfg, std::int64_t ni, std::int64_t nb);
+
+/// What global iteration `ni` (epoch ni / nb) trains with: each group's learning rate (group_roles'
+/// order), the momentum (SGD and MuSGD take it) and the batches accumulated per optimizer step.
+struct StepSchedule {
+  std::vector<double> lr;
+  double momentum = 0;
+  std::int64_t accumulate = 1;
+};
+StepSchedule schedule_at(const TrainConfig& cfg, const OptimizerChoice& choice, std::int64_t ni, std::int64_t nb);
 
 }  // namespace yolotrain::engine

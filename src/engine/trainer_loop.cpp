@@ -26,18 +26,8 @@ void to_float(nn::HeadOutputs& h) {
 }  // namespace
 
 void Trainer::Run::schedule(std::int64_t ni) {
-  const std::int64_t nw = warmup_iterations(cfg, nb);
-  const double factor = lr_factor(cfg, state.epoch, cfg.epochs);
-  const std::vector<GroupRole> roles = group_roles(choice.name);
-  for (std::size_t g = 0; g < roles.size(); ++g) {
-    const double target = choice.lr * roles[g].lr_scale * factor;  // Ultralytics: initial_lr * lf(epoch)
-    if (ni <= nw) {
-      set_group(*optimizer, g, interp(double(ni), double(nw), roles[g].bias ? choice.warmup_bias_lr : 0.0, target),
-                interp(double(ni), double(nw), cfg.warmup_momentum, choice.momentum));
-    } else {
-      set_group(*optimizer, g, target, choice.momentum);
-    }
-  }
+  const StepSchedule s = schedule_at(cfg, choice, ni, nb);
+  for (std::size_t g = 0; g < s.lr.size(); ++g) set_group(*optimizer, g, s.lr[g], s.momentum);
 }
 
 // Clipping, the update, the EMA: multi-tensor operators, nothing read on the host. A step with an

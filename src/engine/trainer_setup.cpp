@@ -64,6 +64,7 @@ data::AugmentConfig augment_config(const TrainConfig& cfg) {
   a.hsv_h = cfg.hsv_h;
   a.hsv_s = cfg.hsv_s;
   a.hsv_v = cfg.hsv_v;
+  a.hue_shift = cfg.ultralytics84();
   a.degrees = cfg.degrees;
   a.translate = cfg.translate;
   a.scale = cfg.scale;

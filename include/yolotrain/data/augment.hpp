@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "yolotrain/data/image.hpp"
@@ -12,6 +13,9 @@ struct AugmentConfig {
   double hsv_h = 0.015;      ///< hue gain (fraction)
   double hsv_s = 0.7;        ///< saturation gain (fraction)
   double hsv_v = 0.4;        ///< value gain (fraction)
+  /// The hue's change: true, Ultralytics 8.4's shift by hsv_h x 180 with wrap-around (since 8.3.79);
+  /// false, 8.3.78's scaling by 1 + hsv_h (compat=8.3).
+  bool hue_shift = true;
   double degrees = 0.0;      ///< rotation (+/- deg)
   double translate = 0.1;    ///< translation (+/- fraction)
   double scale = 0.5;        ///< scale gain (+/-)
@@ -85,8 +89,13 @@ Labelled mosaic4(const std::vector<Labelled>& four, int imgsz, Rng& rng);
 /// output; the area-ratio threshold is then 0.01, as Ultralytics' for polygon labels.
 void random_perspective(Labelled& sample, const AugmentConfig& cfg, Rng& rng, int border = 0);
 
-/// Ultralytics' RandomHSV: LUTs on the HSV channels with gains 1 + uniform(-1, 1) * (h, s, v).
+/// Ultralytics' RandomHSV: LUTs on the HSV channels, r = uniform(-1, 1) * (h, s, v): the hue
+/// shifted by r_h x 180 with wrap-around (or scaled by 1 + r_h: AugmentConfig::hue_shift), the
+/// saturation and value scaled by 1 + r.
 void random_hsv(Image& image, const AugmentConfig& cfg, Rng& rng);
+/// The hue LUT's entry for OpenCV hue `x` (0-179) at r_h = uniform(-1, 1) * hsv_h, as Ultralytics'
+/// numpy computes it and casts it to uint8 (`shift`: 8.4's rule, else 8.3.78's).
+std::uint8_t hue_lut_entry(int x, double r, bool shift);
 
 /// Ultralytics' RandomFlip, up-down with p = flipud then left-right with p = fliplr; keypoints
 /// are reordered by cfg.flip_idx after either flip (Ultralytics does it for both directions).

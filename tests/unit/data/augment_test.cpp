@@ -1,6 +1,7 @@
 #include "catch.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 
@@ -185,6 +186,29 @@ TEST_CASE("augment: HSV changes colours but not grey neutral hue and is off at z
     changed |= x.pixels != im.pixels;
   }
   CHECK(changed);
+}
+
+// numpy: ((np.arange(256.) + r * 180) % 180).astype(np.uint8) (8.4, data/augment.py:1500) and
+// ((x * (r + 1)) % 180).astype(np.uint8) (8.3.78): their sums and entries at x = 0 2 3 100 179 180 200 255.
+TEST_CASE("augment: the hue LUT is Ultralytics 8.4's wrapped shift, or 8.3's scaling", "[data][augment]") {
+  struct Case {
+    double r;
+    bool shift;
+    int sum;
+    std::array<int, 8> at;
+  };
+  const std::array<int, 8> xs = {0, 2, 3, 100, 179, 180, 200, 255};
+  for (const Case& c : {Case{-0.0123, true, 19272, {177, 179, 0, 97, 176, 177, 17, 72}},
+                        Case{-0.0123, false, 18966, {0, 1, 2, 98, 176, 177, 17, 71}},
+                        Case{0.015 * 0.37, true, 18960, {0, 2, 3, 100, 179, 0, 20, 75}},
+                        Case{-0.5, true, 25800, {90, 92, 93, 10, 89, 90, 110, 165}},
+                        Case{-0.5, false, 16256, {0, 1, 1, 50, 89, 90, 100, 127}}}) {
+    CAPTURE(c.r, c.shift);
+    int sum = 0;
+    for (int x = 0; x < 256; ++x) sum += hue_lut_entry(x, c.r, c.shift);
+    CHECK(sum == c.sum);
+    for (std::size_t i = 0; i < xs.size(); ++i) CHECK(int(hue_lut_entry(xs[i], c.r, c.shift)) == c.at[i]);
+  }
 }
 
 TEST_CASE("augment: mixup blends with a Beta(32 32) ratio and joins labels", "[data][augment]") {

@@ -1,6 +1,10 @@
 // The optimizer and schedule as Ultralytics builds them (the engine's private optimizer.hpp).
 #include <torch/optim/optimizer.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
 #include "optimizer.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 
@@ -90,8 +94,9 @@ TEST_CASE("optimizer=auto picks MuSGD for long runs under compat=8.4 and SGD und
   CHECK(choose_optimizer(cfg, 128, 3).name == "MuSGD");
 }
 
-TEST_CASE("warm-up iterations and the accumulation ramp round as Python and numpy do", "[engine]") {
+TEST_CASE("compat=8.3's warm-up: at least 100 iterations, the ramp rounded as Python and numpy do", "[engine]") {
   TrainConfig cfg;  // nbs 64, batch 16, warmup_epochs 3
+  cfg.compat = "8.3";
   CHECK(python_round(2.5) == 2);
   CHECK(python_round(3.5) == 4);
   CHECK(python_round(-0.5) == 0);
@@ -107,6 +112,88 @@ TEST_CASE("warm-up iterations and the accumulation ramp round as Python and nump
   CHECK(accumulate_at(cfg, 83, 13) == 3);   // 3.49
   CHECK(accumulate_at(cfg, 100, 13) == 4);
   CHECK(accumulate_at(cfg, 5000, 13) == 4);  // round(64 / 16) after the warm-up
+  const OptimizerChoice sgd{"SGD", 0.01, 0.937, 0.1, 0.0005};
+  const StepSchedule after = schedule_at(cfg, sgd, 101, 13);  // past the warm-up: the scheduler's lr at once
+  CHECK(after.lr[1] == Approx(0.01 * lr_factor(cfg, 101 / 13, cfg.epochs)));
+  CHECK(after.momentum == Approx(0.937));
   cfg.batch = 128;
   CHECK(accumulate_at(cfg, 5000, 13) == 1);  // round(0.5) = 0, at least 1
+}
+
+namespace {
+
+struct WarmupRow {
+  std::int64_t nb, epochs, ni, nw;
+  double lr_weight, lr_bn, lr_bias, momentum;
+  std::int64_t accumulate, steps;
+};
+
+std::vector<WarmupRow> warmup_rows() {
+  std::ifstream in(std::filesystem::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data/warmup84.tsv");
+  std::string header;
+  std::getline(in, header);
+  std::vector<WarmupRow> rows;
+  WarmupRow r{};
+  while (in >> r.nb >> r.epochs >> r.ni >> r.nw >> r.lr_weight >> r.lr_bn >> r.lr_bias >> r.momentum >> r.accumulate >>
+         r.steps) {
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+// tests/unit/engine/data/warmup84.tsv: scripts/ultralytics84_warmup.py, Ultralytics 8.4.117's own
+// _get_warmup_iterations, build_optimizer and LambdaLR scheduler, its loop's warm-up lines, SGD at
+// lr0 0.01, momentum 0.937, warmup_bias_lr 0.1, batch 16, nbs 64, for nb 1, 16, 500 x epochs 1, 2, 100.
+TEST_CASE("8.4's warm-up: each step's lr, momentum, accumulate and optimizer step are Ultralytics'", "[engine]") {
+  const std::vector<WarmupRow> rows = warmup_rows();
+  REQUIRE(rows.size() > 500);
+  const OptimizerChoice sgd{"SGD", 0.01, 0.937, 0.1, 0.0005};
+  const std::vector<GroupRole> roles = group_roles("SGD");  // bias, weight, bn
+  REQUIRE(roles[0].bias);
+  std::int64_t checked_steps = 0;
+  for (std::int64_t nb : {1, 16, 500}) {
+    for (std::int64_t epochs : {1, 2, 100}) {
+      TrainConfig cfg;
+      cfg.epochs = epochs;
+      std::int64_t last_opt_step = -1;
+      auto row = rows.begin();
+      for (std::int64_t ni = 0; ni < nb * epochs; ++ni) {
+        const StepSchedule s = schedule_at(cfg, sgd, ni, nb);
+        const bool steps = ni - last_opt_step >= s.accumulate;
+        if (steps) last_opt_step = ni;
+        row = std::find_if(row, rows.end(), [&](const WarmupRow& r) {
+          return r.nb == nb && r.epochs == epochs && r.ni >= ni;
+        });
+        if (row == rows.end() || row->ni != ni) continue;
+        CAPTURE(nb, epochs, ni);
+        CHECK(warmup_iterations(cfg, nb) == row->nw);
+        CHECK(s.lr[1] == Approx(row->lr_weight).margin(1e-12));
+        CHECK(s.lr[2] == Approx(row->lr_bn).margin(1e-12));
+        CHECK(s.lr[0] == Approx(row->lr_bias).margin(1e-12));
+        CHECK(s.momentum == Approx(row->momentum).margin(1e-12));
+        CHECK(s.accumulate == row->accumulate);
+        CHECK(std::int64_t(steps) == row->steps);
+        ++checked_steps;
+      }
+    }
+  }
+  CHECK(checked_steps == std::int64_t(rows.size()));
+}
+
+TEST_CASE("8.4's warm-up leaves the last epoch unwarmed and none at warmup_epochs=0", "[engine]") {
+  TrainConfig cfg;
+  cfg.epochs = 2;
+  CHECK(warmup_iterations(cfg, 16) == 16);  // min(3, 2 - 1) epochs
+  cfg.epochs = 1;
+  CHECK(warmup_iterations(cfg, 16) == 0);
+  cfg.epochs = 100;
+  cfg.warmup_epochs = 0;
+  CHECK(warmup_iterations(cfg, 16) == 0);
+  const OptimizerChoice adamw{"AdamW", 0.001429, 0.9, 0.0, 0.0005};  // optimizer=auto's
+  const StepSchedule s = schedule_at(cfg, adamw, 0, 16);
+  CHECK(s.lr[0] == Approx(0.001429));  // the scheduler's lr from the first step
+  CHECK(s.momentum == 0.9);            // the optimizer's own: nothing ramps it
+  CHECK(s.accumulate == 4);
 }

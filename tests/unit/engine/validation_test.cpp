@@ -212,6 +212,16 @@ std::filesystem::path trained_checkpoint(const char* env_var, const std::string&
   return best;
 }
 
+// Ultralytics' own figures for the checkpoint `best`: `name`.json beside it where its maker wrote one
+// (../shared's checkpoints carry theirs: a checkpoint trained anew has another SHA-256), else the
+// project's copy in tests/unit/engine/data.
+nlohmann::json reference_figures(const std::filesystem::path& best, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path beside = best.parent_path() / (name + ".json");
+  const fs::path own = fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / (name + ".json");
+  return nlohmann::json::parse(std::ifstream(fs::exists(beside) ? beside : own));
+}
+
 // A validation's figures against Ultralytics' own (scripts/ultralytics84_val.py's JSON): P, R,
 // mAP50, mAP50-95, all and per class, to 1e-3.
 void check_figures(const yolotrain::metrics::DetMetrics& m, const nlohmann::json& f) {
@@ -249,7 +259,7 @@ TEST_CASE("val of Ultralytics' own shapes-seg checkpoints gives Ultralytics' own
       continue;
     }
     INFO(model << " " << best.string());
-    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+    const nlohmann::json ref = reference_figures(best, "ultralytics84_shapes_seg_" + model);
     REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
     yolotrain::test::TempDir tmp;
     const en::ValidationReport r = en::validate(en::val_config(
@@ -300,7 +310,7 @@ void check_pose_checkpoint(const std::filesystem::path& data, const std::string&
     return;
   }
   INFO(folder << " " << best.string());
-  const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+  const nlohmann::json ref = reference_figures(best, reference);
   REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
   const en::ValidationReport r = en::validate(
       en::val_config({"model=" + best.string(), "data=" + data.string(), "imgsz=" + imgsz, "batch=16", "device=cpu",
@@ -381,8 +391,7 @@ TEST_CASE("val of Ultralytics' own shapes-cls checkpoints gives Ultralytics' own
       continue;
     }
     INFO(model << " " << best.string());
-    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(
-        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_cls_" + model + ".json")));
+    const nlohmann::json ref = reference_figures(best, "ultralytics84_shapes_cls_" + model);
     REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
     for (const std::string imgsz : {"64", "32"}) {
       INFO("imgsz " << imgsz);
@@ -409,8 +418,6 @@ TEST_CASE("val of Ultralytics' own shapes-obb checkpoints gives Ultralytics' own
   const fs::path data =
       yolotrain::data::write_shapes_dataset(tmp / "shapes-obb", yolotrain::data::shapes_obb_options());
   for (const std::string model : {"yolo11n-obb", "yolov8n-obb", "yolo26n-obb"}) {
-    const fs::path ref_file =
-        fs::path(YOLOTRAIN_SOURCE_DIR) / "tests/unit/engine/data" / ("ultralytics84_shapes_obb_" + model + ".json");
     const fs::path best = trained_checkpoint("YOLOTRAIN_OBB_WEIGHTS", "shapesobb_" + model);
     if (best.empty()) {
       WARN("skipped: no shapesobb_" << model << "/best.pt in $YOLOTRAIN_OBB_WEIGHTS nor "
@@ -419,7 +426,7 @@ TEST_CASE("val of Ultralytics' own shapes-obb checkpoints gives Ultralytics' own
       continue;
     }
     INFO(model << " " << best.string());
-    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(ref_file));
+    const nlohmann::json ref = reference_figures(best, "ultralytics84_shapes_obb_" + model);
     REQUIRE(yolotrain::lifecycle::sha256_hex(yolotrain::test::slurp(best)) == ref["checkpoint_sha256"]);
     const en::ValidationReport r = en::validate(en::val_config(
         {"model=" + best.string(), "data=" + data.string(), "imgsz=160", "batch=16", "device=cpu", "workers=2",
