@@ -115,7 +115,8 @@ Loaded load(const PipelineContext& ctx, std::size_t record, std::optional<Recent
 
 /// Mosaic (or letterbox) + random perspective of `main` into `buffers.sample`: Ultralytics'
 /// pre-transform of the training pipeline. Mosaic partners are the records at random positions of
-/// the window of `order` that ends at `position` (Ultralytics' buffer of recently loaded images).
+/// the window of `order` that ends at `position` (Ultralytics' buffer of recently loaded images),
+/// or any records (LoaderOptions::partners_from_all).
 // Ultralytics' pre_transform: Mosaic (with probability mosaic), CopyPaste (`paste`: its p, 0 when
 // off), RandomPerspective (which letterboxes an image that is not a mosaic first).
 void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::size_t>& order, std::size_t position,
@@ -128,6 +129,10 @@ void geometric(const PipelineContext& ctx, int epoch, const std::vector<std::siz
     std::vector<Loaded> four;
     four.push_back(std::move(main));
     for (int k = 0; k < 3; ++k) {
+      if (opt.partners_from_all) {  // random.randint(0, len(dataset) - 1): in the RAM cache
+        four.push_back(load(ctx, rng.below(ctx.dataset->records.size()), std::nullopt));
+        continue;
+      }
       const std::size_t q = first + rng.below(w);
       four.push_back(load(ctx, order[q], RecentImages::Key{epoch, q}));
     }

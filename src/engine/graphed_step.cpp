@@ -25,7 +25,7 @@ GraphPlan plan_cuda_graph(const GraphFacts& f) {
   } else if (!f.built_with_cuda) {
     why = "this yolotrain was built without its CUDA code (YOLOTRAIN_WITH_CUDA=OFF)";
   } else if (f.multi_scale) {
-    why = "multi_scale=true changes the image size every step";
+    why = "multi_scale changes the image size every step";
   } else {
     why = f.task_reason;
   }

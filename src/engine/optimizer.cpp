@@ -150,6 +150,13 @@ std::vector<GroupRole> group_roles(const std::string& name) {
   return roles;
 }
 
+std::array<std::size_t, 3> reported_groups(const std::string& name, bool ultralytics84) {
+  // 8.4's build_optimizer orders its groups weight, bn, bias (engine/trainer.py:1152-1154); 8.3's
+  // bias, weight, bn, as they are built here. MuSGD's eight are 8.4's order already.
+  if (ultralytics84 && name != "MuSGD") return {1, 2, 0};
+  return {0, 1, 2};
+}
+
 namespace {
 
 // Ultralytics' optimizer names, matched without regard to case.
@@ -317,7 +324,9 @@ double interp(double x, double x1, double y0, double y1) {
 std::int64_t python_round(double x) { return static_cast<std::int64_t>(std::nearbyint(x)); }
 
 std::int64_t warmup_iterations(const TrainConfig& cfg, std::int64_t nb) {
-  if (!cfg.ultralytics84()) return std::max<std::int64_t>(python_round(cfg.warmup_epochs * double(nb)), 100);
+  if (!cfg.ultralytics84()) {  // 8.3.58: -1 (none) at warmup_epochs=0
+    return cfg.warmup_epochs > 0 ? std::max<std::int64_t>(python_round(cfg.warmup_epochs * double(nb)), 100) : -1;
+  }
   // 8.4's BaseTrainer._get_warmup_iterations (engine/trainer.py:253-256): the last epoch never warms.
   const double epochs = std::min(cfg.warmup_epochs, double(std::max<std::int64_t>(cfg.epochs - 1, 0)));
   return epochs > 0 ? python_round(epochs * double(nb)) : 0;
@@ -327,6 +336,7 @@ WarmupPosition warmup_position(const TrainConfig& cfg, std::int64_t ni, std::int
   WarmupPosition w;
   w.nw = warmup_iterations(cfg, nb);
   if (!cfg.ultralytics84()) {  // 8.3: `ni <= nw` (nw >= 100), then the scheduler's lr; ramps at their ends
+    if (w.nw < 0) return w;
     w.ramp_at = double(std::min(ni, w.nw));
     if (ni <= w.nw) w.lr_at = double(ni);
     return w;

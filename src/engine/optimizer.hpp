@@ -4,6 +4,7 @@
 
 #include <torch/optim/optimizer.h>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,10 @@ struct OptimizerChoice {
   double warmup_bias_lr = 0.1;
   double weight_decay = 0.0005;  ///< already scaled by batch * accumulate / nbs
 };
+
+/// The groups results.csv's lr/pg0, pg1, pg2 report, in the Ultralytics version's order: 8.4's
+/// weight, bn, bias ({1, 2, 0} of the groups built here); 8.3's and MuSGD's, as built.
+std::array<std::size_t, 3> reported_groups(const std::string& name, bool ultralytics84);
 
 /// Ultralytics' choice: auto -> for more than 10000 iterations MuSGD(0.01, 0.9) (8.4; 8.3: SGD), else
 /// AdamW(round(0.002 * 5 / (4 + nc), 6), 0.9), and warmup_bias_lr 0 in both cases. The name is
@@ -83,7 +88,7 @@ double interp(double x, double x1, double y0, double y1);
 std::int64_t python_round(double x);
 
 /// Warm-up iterations: 8.4's round(min(warmup_epochs, max(epochs - 1, 0)) * nb) (0: none); under
-/// compat=8.3 max(round(warmup_epochs * nb), 100). nb = batches per epoch.
+/// compat=8.3 max(round(warmup_epochs * nb), 100), -1 (none) at warmup_epochs=0. nb = batches per epoch.
 std::int64_t warmup_iterations(const TrainConfig& cfg, std::int64_t nb);
 
 /// Where the warm-up's ramps np.interp(x, [0, nw], ...) are read at global iteration `ni`.

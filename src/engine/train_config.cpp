@@ -97,7 +97,7 @@ const std::vector<Spec>& specs() {
        {"true", "false", "bf16"}},
       {"fraction", &C::fraction, "fraction of the training set to use", 1e-9, 1},
       {"freeze", &C::freeze, "'' | N (freeze the first N layers) | layer indices 0,1,2"},
-      {"multi_scale", &C::multi_scale, "vary imgsz by +-50% per batch"},
+      {"multi_scale", &C::multi_scale, "vary each batch's imgsz by up to this fraction (0 off; true = 1.0)", 0, 1},
       {"device_step", &C::device_step,
        "the CPU trains with the step CUDA runs (dense assigner, no host reads of tensors): the step profile's"},
       {"cuda_graph",
@@ -247,6 +247,10 @@ std::int64_t parse_int(const Spec& spec, const std::string& v) {
 
 double parse_double(const Spec& spec, const std::string& v) {
   if (std::string(spec.name) == "time" && is_none(v)) return 0;
+  if (std::string(spec.name) == "multi_scale") {  // 8.4's fraction, once a bool: Python reads True as 1
+    if (lower(v) == "true") return 1.0;
+    if (lower(v) == "false" || is_none(v)) return 0.0;
+  }
   char* end = nullptr;
   const double out = std::strtod(v.c_str(), &end);
   if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(out)) bad_value(spec, v, "expected a number");

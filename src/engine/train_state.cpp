@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +34,8 @@ const std::vector<StateField>& state_fields() {
       {"ema_updates", &TrainState::ema_updates},
       {"best_fitness", &TrainState::best_fitness},
       {"best_epoch", &TrainState::best_epoch},
+      {"stopper_fitness", &TrainState::stopper_fitness, "0x0p+0"},  // issue 70: EarlyStopping's own best
+      {"stopper_epoch", &TrainState::stopper_epoch, "-1"},          // -1: best_epoch's (from_checkpoint)
       {"optimizer", &TrainState::optimizer},
       {"lr", &TrainState::lr},
       {"momentum", &TrainState::momentum},
@@ -101,6 +104,17 @@ std::string exact_text(double v) {
   return buf;
 }
 
+bool TrainState::note_fitness(double fitness, bool ultralytics84) {
+  if (ultralytics84 ? fitness > stopper_fitness || stopper_fitness == 0 : fitness >= stopper_fitness) {
+    stopper_fitness = fitness;
+    stopper_epoch = epoch;
+  }
+  if (!(fitness >= best_fitness)) return false;  // NaN too
+  best_fitness = fitness;
+  best_epoch = epoch;
+  return true;
+}
+
 std::map<std::string, std::string> TrainState::to_extra() const {
   std::map<std::string, std::string> extra;
   for (const auto& f : state_fields()) extra[f.key] = write(*this, f.member);
@@ -142,6 +156,10 @@ TrainState TrainState::from_checkpoint(const std::map<std::string, std::string>&
     throw ConfigError("checkpoint " + source + ": its training state cannot be resumed" + problems +
                       " (written by another yolotrain version?); resume a checkpoint this version wrote, or "
                       "start from its weights with model=");
+  }
+  if (s.stopper_epoch < 0 && s.best_epoch >= 0) {  // written before the two were apart: then they were one
+    s.stopper_epoch = s.best_epoch;
+    s.stopper_fitness = std::max(s.best_fitness, 0.0);
   }
   const at::Tensor means = loss_means.to(at::kDouble).contiguous();
   s.loss_means.assign(means.data_ptr<double>(), means.data_ptr<double>() + means.numel());

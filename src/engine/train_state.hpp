@@ -18,8 +18,12 @@ struct TrainState {
   std::int64_t epoch = 0, batch = 0, samples = -1, world_size = 1;
   std::int64_t last_opt_step = -1;  ///< the step of the last optimizer step
   std::int64_t ema_updates = 0;
-  double best_fitness = -1;
+  double best_fitness = -1;      ///< best.pt's: the latest epoch of the highest fitness (ties move it)
   std::int64_t best_epoch = -1;
+  /// EarlyStopping's best (Ultralytics keeps it apart): 8.4 moves it on a higher fitness or while it is
+  /// 0, 8.3 on a higher or equal one; patience counts the epochs since stopper_epoch.
+  double stopper_fitness = 0;
+  std::int64_t stopper_epoch = -1;
   std::string optimizer;  ///< SGD, Adam or AdamW, as chosen when the run started
   double lr = 0, momentum = 0, warmup_bias_lr = 0;
   double scaler_scale = 65536.0;  ///< the AMP gradient scaler
@@ -34,6 +38,11 @@ struct TrainState {
   std::vector<double> loss_means;
   /// State a loss or task adds, each key "task.<name>" in the checkpoint; a task reads its own.
   std::map<std::string, std::string> task;
+
+  /// This epoch's fitness noted as Ultralytics does: best.pt's best moves on a higher or equal one
+  /// (true: save best.pt; engine/trainer.py:766 saves it when best_fitness == fitness); EarlyStopping's
+  /// on a higher one or while it is 0 (8.4, utils/torch_utils.py:1019), on a higher or equal one (8.3).
+  bool note_fitness(double fitness, bool ultralytics84);
 
   /// The checkpoint's extra fields (meta.extra) for this state; epoch travels as meta.epoch and
   /// loss_means as loss_means_tensor().

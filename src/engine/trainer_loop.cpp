@@ -128,12 +128,16 @@ bool Trainer::Run::share_epoch_end(EpochMetrics& m, bool validated) {
   return v[0] != 0.0;
 }
 
-// Ultralytics' multi_scale: a size in [0.5, 1.5] imgsz (a multiple of the stride) per batch,
-// drawn from (seed, step) so that a resumed run draws the same.
+// Ultralytics' multi_scale (models/yolo/detect/train.py preprocess_batch): a size per batch, a
+// multiple of the stride, from [max(gs, int(imgsz (1 - f))), int(imgsz (1 + f) + gs)) (8.4) or
+// [imgsz / 2, 1.5 imgsz + gs) (8.3), drawn from (seed, step) so that a resumed run draws the same.
 at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) const {
   const std::int64_t gs = model->max_stride();
   data::Rng rng(static_cast<std::uint64_t>(cfg.seed), 0x6d756c7469ull, static_cast<std::uint64_t>(ni));
-  const auto lo = static_cast<std::uint64_t>(cfg.imgsz / 2), hi = static_cast<std::uint64_t>(cfg.imgsz * 3 / 2 + gs);
+  const double f = cfg.ultralytics84() ? cfg.multi_scale : 0.5;
+  const auto low = std::int64_t(double(cfg.imgsz) * (1.0 - f));
+  const auto lo = static_cast<std::uint64_t>(cfg.ultralytics84() ? std::max(gs, low) : low);
+  const auto hi = static_cast<std::uint64_t>(double(cfg.imgsz) * (1.0 + f) + double(gs));
   const std::int64_t sz = static_cast<std::int64_t>(lo + rng.below(hi - lo)) / gs * gs;
   const double sf = double(sz) / double(std::max(img.size(2), img.size(3)));
   if (sf == 1.0) return img;
@@ -211,7 +215,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   schedule(ni);
   auto t0 = Clock::now();
   at::Tensor img = data::preprocess_images(b.img, device);
-  if (cfg.multi_scale) img = multi_scale(img, ni);
+  if (cfg.multi_scale > 0) img = multi_scale(img, ni);
   img = img.contiguous(memory_format);
   result.timings.forward_s += seconds_since(t0);  // the images' upload and scaling count as the forward
   if (graphed) {
@@ -290,20 +294,17 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   recovery_attempts = 0;  // a clean epoch: the roll-back budget is whole again (Ultralytics 8.4)
   m.epoch = state.epoch + 1;
   set_losses(m);
-  for (std::size_t g = 0; g < 3; ++g) m.set("lr/pg" + std::to_string(g), group_lr(*optimizer, g));
+  const auto order = reported_groups(choice.name, cfg.ultralytics84());
+  for (std::size_t g = 0; g < 3; ++g) m.set("lr/pg" + std::to_string(g), group_lr(*optimizer, order[g]));
   last_metrics = m;
   if (cb.on_fit_epoch_end) cb.on_fit_epoch_end(m);  // results.csv, results.png, the line, status.json
-  const bool improved = m.fitness > state.best_fitness;
-  if (improved) {
-    state.best_fitness = m.fitness;
-    state.best_epoch = state.epoch;
-  }
+  const bool improved = state.note_fitness(m.fitness, cfg.ultralytics84());
   // The epoch is done: the position moves to the start of the next one before saving.
   ++state.epoch;
   state.batch = 0;
   std::fill(state.loss_means.begin(), state.loss_means.end(), 0.0);
   const bool finished = state.epoch >= cfg.epochs;
-  const bool patience_out = cfg.patience > 0 && state.epoch - 1 - state.best_epoch >= cfg.patience;
+  const bool patience_out = cfg.patience > 0 && state.epoch - 1 - state.stopper_epoch >= cfg.patience;
   const double trained = clock.leader_elapsed >= 0 ? clock.leader_elapsed : elapsed();
   const bool out_of_time = cfg.time > 0 && trained >= cfg.time * 3600.0;
   const bool done = finished || patience_out || out_of_time;
@@ -332,7 +333,8 @@ void Trainer::Run::set_losses(EpochMetrics& m) const {
 
 TrainerProgress Trainer::Run::progress() const {
   std::array<double, 3> lr{};
-  for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, g);
+  const auto order = reported_groups(choice.name, cfg.ultralytics84());
+  for (std::size_t g = 0; optimizer && g < 3; ++g) lr[g] = group_lr(*optimizer, order[g]);
   TrainerProgress p;
   p.epoch = state.epoch;
   p.epochs = cfg.epochs;
@@ -404,7 +406,7 @@ void Trainer::Run::train() {
     clock.last_tally_read = Clock::now();
     task->start_epoch(state.epoch, cfg.epochs);
     if (graphed) graphed->clear();  // an end-to-end loss's weights follow the epoch: captured anew
-    model->train();
+    train_mode();
     clock.epoch_started = Clock::now();
     clock.epoch_batches = clock.epoch_images = 0;
     if (cb.on_train_epoch_start) cb.on_train_epoch_start(progress());  // the progress header

@@ -128,6 +128,7 @@ struct Trainer::Run {
   torch::Device device{torch::kCPU};
   c10::MemoryFormat memory_format = c10::MemoryFormat::Contiguous;
   nn::DetectionModel model{nullptr};
+  std::vector<std::string> frozen;  // the frozen modules' name parts (Ultralytics' freeze_layer_names)
   std::unique_ptr<ModelEMA> ema;
   OptimizerChoice choice;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -170,6 +171,8 @@ struct Trainer::Run {
   // position "epoch trained, not validated" saved before validation).
   void checkpoint(bool wait, bool completed = false, bool force = false);
   void freeze_layers();
+  // Training mode, the frozen layers' BatchNorm kept in eval under 8.4 (its _model_train).
+  void train_mode();
   void resolve_autobatch();
   at::Tensor multi_scale(const at::Tensor& img, std::int64_t ni) const;
   std::optional<ValidationReport> validation_pass(bool plots = false);  // plots: val_batch*.jpg

@@ -1,5 +1,7 @@
 // Trainer::Run: its data (a data.yaml or a program's), the model, EMA, optimizer, loss and
 // loaders, AutoBatch, frozen layers.
+#include <torch/nn/modules/batchnorm.h>
+
 #include "determinism.hpp"
 #include "trainer_run.hpp"
 
@@ -98,12 +100,15 @@ void Trainer::Run::build() {
   torch::manual_seed(static_cast<std::uint64_t>(cfg.seed));
   apply_determinism(cfg.deterministic);
   const bool from_weights = io::is_weights_file(cfg.model);
-  std::optional<io::ModelWeights> start = from_weights ? read_start_weights(cfg.model) : std::nullopt;
-  if (!start && cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);
+  const std::optional<io::ModelWeights> model_file = from_weights ? read_start_weights(cfg.model) : std::nullopt;
+  // Ultralytics 8.4 (engine/model.py:814-831): the model file's network always; its weights unless
+  // pretrained=false (then from scratch); pretrained=FILE starts from that file's weights instead.
+  std::optional<io::ModelWeights> start = cfg.pretrained == "false" ? std::nullopt : model_file;
+  if (cfg.pretrained != "true" && cfg.pretrained != "false") start = read_start_weights(cfg.pretrained);
   // From weights, the architecture is theirs, built by this version's rules as Ultralytics 8.4 does
   // (DetectionModel(weights.yaml, nc=data's nc), then the weights transferred): compat= decides.
   try {
-    model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? start->model_yaml : cfg.model)
+    model = nn::DetectionModel(nn::DetectionModelOptions(from_weights ? model_file->model_yaml : cfg.model)
                                    .nc(data.config.nc())
                                    .names(data.config.names)
                                    .ultralytics(cfg.compat)
@@ -173,7 +178,7 @@ void Trainer::Run::setup_cuda_graph() {
   facts.cuda = device.is_cuda();
   facts.built_with_cuda = YOLOTRAIN_WITH_CUDA;
   facts.task_reason = task->graph_blocker();
-  facts.multi_scale = cfg.multi_scale;
+  facts.multi_scale = cfg.multi_scale > 0;
   const GraphPlan graph = plan_cuda_graph(facts);
   if (graph.on) {
     graphed = std::make_unique<GraphedStep>(model->parameters());
@@ -203,6 +208,7 @@ void Trainer::Run::build_loaders() {
   train_opts.epochs = static_cast<int>(cfg.epochs);
   train_opts.close_mosaic = static_cast<int>(cfg.close_mosaic);
   train_opts.cache_ram = cfg.cache == "ram";
+  train_opts.partners_from_all = train_opts.cache_ram && cfg.ultralytics84();  // 8.3: the buffer always
   train_opts.rect = cfg.rect;
   train_opts.pin_memory = device.is_cuda();  // as Ultralytics: a non-blocking copy of each batch
   // A stop ends a wait for data at once; with several ranks the stop waits for the step's
@@ -211,7 +217,7 @@ void Trainer::Run::build_loaders() {
   task->configure_loaders(train_opts, data.train, data.val);  // segmentation: the masks
   data.train_loader = std::make_unique<data::Loader>(data.train, train_opts);
   data::LoaderOptions val_opts = train_opts;
-  val_opts.batch = train_opts.batch * 2;
+  val_opts.batch = train_opts.batch * task->val_batch_factor();
   val_opts.rank = 0;  // rank 0 validates the whole set
   val_opts.world_size = 1;
   val_opts.token = &token;
@@ -242,7 +248,7 @@ void Trainer::Run::resolve_autobatch() {
 
 // As Ultralytics: the DFL conv always, plus `freeze` (the first N layers, or listed indices).
 void Trainer::Run::freeze_layers() {
-  std::vector<std::string> prefixes{".dfl"};
+  frozen = {".dfl"};
   if (!cfg.freeze.empty()) {
     std::vector<std::int64_t> layers;
     if (cfg.freeze.find(',') == std::string::npos) {
@@ -251,16 +257,29 @@ void Trainer::Run::freeze_layers() {
       std::stringstream in(cfg.freeze);
       for (std::string item; std::getline(in, item, ',');) layers.push_back(std::stoll(item));
     }
-    for (auto i : layers) prefixes.push_back("model." + std::to_string(i) + ".");
+    for (auto i : layers) frozen.push_back("model." + std::to_string(i) + ".");
   }
-  std::int64_t frozen = 0;
+  std::int64_t count = 0;
   for (auto& p : model->named_parameters()) {
     bool freeze = false;
-    for (const auto& prefix : prefixes) freeze = freeze || p.key().find(prefix) != std::string::npos;
+    for (const auto& part : frozen) freeze = freeze || p.key().find(part) != std::string::npos;
     p.value().requires_grad_(!freeze);
-    frozen += freeze;
+    count += freeze;
   }
-  if (!cfg.freeze.empty()) say("freeze=" + cfg.freeze + ": " + std::to_string(frozen) + " parameter tensors frozen");
+  if (!cfg.freeze.empty()) say("freeze=" + cfg.freeze + ": " + std::to_string(count) + " parameter tensors frozen");
+}
+
+// 8.4's BaseTrainer._model_train (engine/trainer.py:701-707), every epoch: the frozen layers'
+// BatchNorm in eval, so their running statistics stay those they started with; 8.3 trained them.
+void Trainer::Run::train_mode() {
+  model->train();
+  if (!cfg.ultralytics84()) return;
+  for (const auto& item : model->named_modules("", /*include_self=*/false)) {
+    if (item.value()->as<torch::nn::BatchNorm2dImpl>() == nullptr) continue;
+    for (const auto& part : frozen) {
+      if (item.key().find(part) != std::string::npos) item.value()->eval();
+    }
+  }
 }
 
 }  // namespace yolotrain::engine

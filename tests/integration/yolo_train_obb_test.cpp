@@ -2,6 +2,8 @@
 // built-in shapes set's oriented variant (corners of turned shapes).
 #include <ATen/ATen.h>
 
+#include "yolotrain/data/image.hpp"
+
 #include "catch.hpp"
 #include <signal.h>
 
@@ -65,6 +67,9 @@ TEST_CASE("an OBB run: Ultralytics' columns, and SIGTERM mid-epoch then resume=t
                                               "val/cls_loss", "val/dfl_loss", "val/angle_loss", "lr/pg0", "lr/pg1",
                                               "lr/pg2"});
   REQUIRE(csv.rows.size() == 2);
+  // Validation at the training batch (4), not twice it, as Ultralytics' OBB trainer: its first batch
+  // drawn in 2 x 2 tiles of 96 px (a detection run's batch of 8 draws 3 x 3).
+  CHECK(yolotrain::data::decode_image(run / "val_batch0_labels.jpg").width == 192);
   CHECK(csv.at(1, "train/angle_loss") > 0);
   CHECK(csv.at(1, "val/angle_loss") > 0);
   yt::check_stopped_and_resumed(tmp, obb_args, obb, 3, run);

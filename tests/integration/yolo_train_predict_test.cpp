@@ -227,6 +227,28 @@ TEST_CASE("fine-tuning Ultralytics' YOLO11n best.pt on bccd starts where that mo
   CHECK(first_epoch_map50(kYolo11Best, "Transferred 499/499 items from pretrained weights") > 0.08);
 }
 
+// Ultralytics 8.4 (engine/model.py:814-831): model=X.pt builds X's network; pretrained=false trains
+// it from scratch, pretrained=FILE starts from FILE's weights instead of X's.
+TEST_CASE("model=.pt with pretrained=false trains its network from scratch, pretrained=FILE from FILE",
+          "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  const auto run = [&](const std::string& pretrained) {
+    const yt::Finished f = yt::run_to_end(
+        {YOLO_TRAIN_PATH, "model=" + kYolo11Best.string(), "pretrained=" + pretrained,
+         "data=" + yt::tiny_shapes_dataset().string(), "epochs=1", "imgsz=64", "batch=8", "workers=2", "threads=1",
+         "project=" + tmp.path().string(), "name=" + std::to_string(pretrained.size()), "plots=false"},
+        tmp / "out.txt");
+    INFO(f.output);
+    CHECK(f.code == 0);
+    return f.output;
+  };
+  CHECK_THAT(run("false"), !Catch::Contains("Transferred"));
+  // YOLO11n's 499 tensors, filled from YOLOv8n's file where names and shapes agree.
+  CHECK(std::regex_search(run(kBest.string()),
+                          std::regex(R"(Transferred \d+/499 items from pretrained weights \(Ultralytics 8\.2\.82)")));
+}
+
 TEST_CASE("yolo_train export format=onnx writes W.onnx beside W, rounds imgsz with a warning, names bad weights",
           "[integration]") {
   if (shared_missing()) return;

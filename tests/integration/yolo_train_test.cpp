@@ -4,6 +4,7 @@
 #include "yolotrain/data/image.hpp"
 #include "yolotrain/data/synthetic.hpp"
 #include "yolotrain/engine/trainer.hpp"
+#include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/nn/weights.hpp"
 #include "yolotrain/plots/plot_results.hpp"
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -208,6 +210,29 @@ TEST_CASE("batch=-1 on the CPU trains with batch 16 after AutoBatch's warning, a
   CHECK_THAT(f.output, Catch::Contains("AutoBatch: WARNING intended for CUDA devices, using default batch-size 16"));
   CHECK_THAT(yt::slurp(tmp / "run" / "args.yaml"), Catch::Contains("batch: 16"));  // what a resume keeps
   CHECK_THAT(f.output, Catch::Contains("training 1 epochs of 1 batches"));             // 16 images, one batch
+}
+
+// Ultralytics 8.4's _model_train puts the frozen layers' BatchNorm in eval every epoch
+// (engine/trainer.py:701-707): their running statistics stay those the run started from (a model
+// from its YAML: mean 0, variance 1). 8.3 trained them with the rest.
+TEST_CASE("freeze=2 keeps the frozen layers' BatchNorm statistics under 8.4, not under 8.3", "[integration]") {
+  for (const std::string compat : {"8.4", "8.3"}) {
+    CAPTURE(compat);
+    yt::TempDir tmp;
+    // 2 epochs: 8.4 warms up in the first (one epoch would accumulate nbs / batch = 16 > 4 batches: no step).
+    auto args = train_args(tmp.path(), {"freeze=2", "compat=" + compat, "plots=false"});
+    args.erase(args.begin());  // the program path
+    yolotrain::lifecycle::ControlToken token;
+    const auto done = yolotrain::engine::Trainer(yolotrain::engine::TrainConfig::from_args(args)).run(token);
+    REQUIRE(done.outcome == yolotrain::engine::RunOutcome::Completed);
+    const auto weights = yolotrain::io::read_model_weights((tmp / "run" / "weights" / "best.ytckpt").string());
+    std::map<std::string, at::Tensor> t(weights.tensors.begin(), weights.tensors.end());
+    REQUIRE(t.count("model.1.bn.running_mean"));
+    const bool kept = t["model.0.bn.running_mean"].abs().max().item<float>() == 0 &&
+                      t["model.1.bn.running_var"].eq(1).all().item<bool>();
+    CHECK(kept == (compat == "8.4"));
+    CHECK(t["model.2.cv1.bn.running_mean"].abs().max().item<float>() > 0);  // not frozen: it learned
+  }
 }
 
 TEST_CASE("a stop inside validation is validated again on resume and changes nothing", "[integration]") {

@@ -29,6 +29,9 @@ struct LoaderOptions {
   int epochs = 100;            ///< with close_mosaic: mosaic (and mixup) off from epochs - close_mosaic
   int close_mosaic = 10;
   bool cache_ram = false;      ///< cache=ram: keep decoded, resized images in memory
+  /// Mosaic partners drawn from the whole dataset instead of the window of recently loaded images
+  /// (Ultralytics 8.4's Mosaic with cache=ram: buffer_enabled false, data/augment.py:479-499).
+  bool partners_from_all = false;
   int prefetch_batches = 4;    ///< bounded prefetch: samples at most this many batches ahead
   /// Batch images in page-locked host memory (Ultralytics' pin_memory on CUDA), so that the copy
   /// to the GPU can be non-blocking. Needs libtorch with CUDA and a GPU; an error otherwise.

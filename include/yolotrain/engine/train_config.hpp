@@ -65,7 +65,10 @@ struct TrainConfig {
   std::string amp = "true";         ///< true (fp16 + scaler on CUDA, off on CPU) | false | bf16
   double fraction = 1.0;
   std::string freeze = "";          ///< "" | N (first N layers) | comma-separated layer indices
-  bool multi_scale = false;
+  /// Each batch's size drawn from [max(stride, imgsz (1 - f)), imgsz (1 + f) + stride) (8.4's
+  /// fraction f; 0: off; `true` reads as 1.0, as 8.4 reads it); compat=8.3: any f > 0 is 8.3's
+  /// [imgsz / 2, 1.5 imgsz + stride).
+  double multi_scale = 0.0;
   /// The CPU runs the step CUDA runs (the assigner's dense tensors instead of its sparse pairs read
   /// on the host): what the step profile counts (docs/performance.md "The step profile"). CUDA
   /// always runs it; on the CPU the sparse path is faster.

@@ -35,6 +35,7 @@ class OBBTask : public Task {
   const std::vector<std::string>& loss_terms() const override { return terms_; }
 
   std::vector<std::string> metric_keys() const override { return box_metric_keys("B"); }
+  int val_batch_factor() const override { return 1; }  // DOTA's crowded images: no double batch
 
   void configure_loaders(data::LoaderOptions& options, const data::Dataset& train,
                          const data::Dataset& val) const override {

@@ -47,6 +47,9 @@ class Task {
     (void)train;
     (void)val;
   }
+  /// The validation loader's batch over the training loader's: Ultralytics validates at twice the
+  /// batch, OBB at the batch itself (BaseTrainer._build_train_pipeline, 8.3 and 8.4).
+  virtual int val_batch_factor() const { return 2; }
   /// Why this task's training step cannot be captured as a CUDA graph ("" when it can: its loss
   /// has the device step, static shapes and no host read; cuda_graph=, graphed_step.hpp).
   virtual std::string graph_blocker() const {

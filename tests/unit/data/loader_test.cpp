@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "data_test_support.hpp"
 #include "test_support.hpp"
@@ -111,6 +112,34 @@ TEST_CASE("loader: mosaic partners reused from memory give the pixels of a sampl
       }
       CHECK(p == 22);
     }
+  }
+}
+
+// Ultralytics 8.4's Mosaic draws partners from the buffer of recently loaded images, but from the
+// whole dataset with cache=ram (data/augment.py:479-499). Each record's boxes here carry its index as
+// their class, so a mosaic's classes say which records it holds.
+TEST_CASE("loader: mosaic partners come from the recent window, or from any record with partners_from_all",
+          "[data][loader]") {
+  Dataset ds = shapes().train;
+  for (std::size_t r = 0; r < ds.records.size(); ++r) {
+    for (auto& box : ds.records[r].boxes) box.cls = static_cast<int>(r);
+  }
+  ds.names.resize(ds.records.size(), "x");
+  for (const bool from_all : {false, true}) {
+    LoaderOptions o = train_options(0);
+    o.batch = 1;  // a window of 8 positions over 22 records
+    o.hyp.mixup = 0, o.hyp.degrees = 0;
+    o.cache_ram = true;
+    o.partners_from_all = from_all;
+    const std::vector<std::size_t> order = Loader(ds, o).order(0);
+    std::size_t outside = 0;
+    for (std::size_t p = 0; p < order.size(); ++p) {
+      const std::size_t first = p + 1 >= 8 ? p + 1 - 8 : 0;
+      std::set<std::size_t> window(order.begin() + first, order.begin() + first + 8);
+      for (const auto& box : make_sample(ds, o, 0, p).boxes) outside += window.count(std::size_t(box.cls)) == 0;
+    }
+    CAPTURE(from_all);
+    CHECK((outside > 0) == from_all);
   }
 }
 

@@ -58,6 +58,13 @@ TEST_CASE("yolov8n's parameter groups are Ultralytics' 63 biases 64 weights and 
   CHECK(opt->param_groups()[0].params().size() == 63);
   CHECK(opt->param_groups()[1].params().size() == 64);
   CHECK(opt->param_groups()[2].params().size() == 57);
+  // results.csv's lr/pg0-2 in 8.4's order, weight (64), bn (57), bias (63); 8.3's bias, weight, bn.
+  const auto v84 = reported_groups("SGD", true);
+  CHECK(opt->param_groups()[v84[0]].params().size() == 64);
+  CHECK(opt->param_groups()[v84[1]].params().size() == 57);
+  CHECK(opt->param_groups()[v84[2]].params().size() == 63);
+  CHECK(reported_groups("SGD", false) == std::array<std::size_t, 3>{0, 1, 2});
+  CHECK(reported_groups("MuSGD", true) == std::array<std::size_t, 3>{0, 1, 2});  // 8.4's own order
   set_group(*opt, 0, 0.05, 0.8);
   CHECK(group_lr(*opt, 0) == 0.05);
   CHECK(group_lr(*opt, 1) == 0.01);
@@ -116,6 +123,10 @@ TEST_CASE("compat=8.3's warm-up: at least 100 iterations, the ramp rounded as Py
   const StepSchedule after = schedule_at(cfg, sgd, 101, 13);  // past the warm-up: the scheduler's lr at once
   CHECK(after.lr[1] == Approx(0.01 * lr_factor(cfg, 101 / 13, cfg.epochs)));
   CHECK(after.momentum == Approx(0.937));
+  cfg.warmup_epochs = 0;  // 8.3.58: nw = -1, no warm-up at all
+  CHECK(warmup_iterations(cfg, 13) == -1);
+  CHECK(schedule_at(cfg, sgd, 0, 13).lr[0] == Approx(0.01));
+  CHECK(accumulate_at(cfg, 0, 13) == 4);
   cfg.batch = 128;
   CHECK(accumulate_at(cfg, 5000, 13) == 1);  // round(0.5) = 0, at least 1
 }

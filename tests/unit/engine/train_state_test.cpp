@@ -5,6 +5,8 @@
 
 #include "catch.hpp"
 
+#include <cmath>
+
 #include "yolotrain/error.hpp"
 
 using yolotrain::engine::TrainState;
@@ -103,4 +105,32 @@ TEST_CASE("checkpoints written before a field existed still resume, with what it
   CHECK(s.names.empty());
   CHECK(s.lr == 0.01);
   CHECK(s.loss_means == std::vector<double>{0, 0, 0});
+  CHECK(s.stopper_epoch == -1);  // no best yet
+  auto later = first;
+  later["best_fitness"] = "0x1p-2";
+  later["best_epoch"] = "5";
+  const TrainState t = TrainState::from_checkpoint(later, 7, at::zeros({3}, at::kDouble), "old");
+  CHECK(t.stopper_epoch == 5);  // EarlyStopping's best was best.pt's then
+  CHECK(t.stopper_fitness == 0.25);
+}
+
+// Ultralytics 8.4: the trainer's best (best.pt) moves when best_fitness < fitness and best.pt is
+// written when they are equal (engine/trainer.py:872, 766); EarlyStopping moves on fitness > best or
+// best == 0 (utils/torch_utils.py:1019). 8.3.58: EarlyStopping on fitness >= best.
+TEST_CASE("best.pt follows ties; EarlyStopping's best follows 8.4's rule, or 8.3's", "[engine]") {
+  const std::vector<double> fitness = {0.0, 0.0, 0.4, 0.4, 0.3, 0.5};
+  const std::vector<bool> saves = {true, true, true, true, false, true};
+  const std::vector<std::int64_t> stopper84 = {0, 1, 2, 2, 2, 5}, stopper83 = {0, 1, 2, 3, 3, 5};
+  for (const bool v84 : {true, false}) {
+    TrainState s;
+    for (std::size_t e = 0; e < fitness.size(); ++e) {
+      CAPTURE(v84, e);
+      s.epoch = std::int64_t(e);
+      CHECK(s.note_fitness(fitness[e], v84) == saves[e]);
+      CHECK(s.stopper_epoch == (v84 ? stopper84 : stopper83)[e]);
+    }
+    CHECK(s.best_epoch == 5);
+  }
+  TrainState s;
+  CHECK_FALSE(s.note_fitness(std::nan(""), true));
 }
