@@ -10,10 +10,10 @@
 #   python3 scripts/ultralytics84_train.py yolo11n-cls.yaml /tmp/u84data/shapes-cls /tmp/clsruns 20 imgsz=64 \
 #     batch=32 auto_augment=None
 # -> /tmp/segruns/yolo11n-seg/weights/best.pt (then scripts/ultralytics84_val.py).
-import ast, sys, time
+import ast, os, sys, time
 
 import torch
-torch.set_num_threads(2)
+torch.set_num_threads(int(os.environ.get("TORCH_THREADS", "2")))  # scripts/compare_learning.py --threads
 from ultralytics import YOLO
 
 

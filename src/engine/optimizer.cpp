@@ -50,6 +50,11 @@ std::array<std::vector<at::Tensor>, 8> musgd_groups(nn::DetectionModel& model) {
       for (const auto& p : branch->parameters()) boosted.insert(p.unsafeGetTensorImpl());
     }
   }
+  // 8.4 boosts the semantic branches too, by name (engine/trainer.py:1166: "proto.semseg", "SemanticSegment").
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().find("proto.semseg") != std::string::npos || p.key().find("SemanticSegment") != std::string::npos)
+      boosted.insert(p.value().unsafeGetTensorImpl());
+  }
   std::array<std::vector<at::Tensor>, 8> g;
   for (const auto& item : model->named_modules("", /*include_self=*/false)) {
     const bool norm = item.value()->as<torch::nn::BatchNorm2dImpl>() != nullptr;

@@ -68,6 +68,7 @@ const std::vector<Spec>& specs() {
       {"name", &C::name, "run folder name (train, train2, ... unless exist_ok)"},
       {"exist_ok", &C::exist_ok, "reuse an existing run folder"},
       {"pretrained", &C::pretrained, "true | false | a weights file to start from"},
+      {"cls_remap", &C::cls_remap, "fine-tuning: the pretrained class rows moved to the data's classes by name"},
       {"optimizer",
        &C::optimizer,
        "auto | SGD | Adam | AdamW | MuSGD",
@@ -159,6 +160,16 @@ const std::vector<Spec>& specs() {
        "classification: randaugment | augmix | autoaugment policy; none (the default here) is the only one "
        "yolotrain has"},
       {"dropout", &C::dropout, "classification: the Classify head's dropout probability", 0, 1},
+      {"compile", &C::compile, "torch.compile's mode: libtorch has none, the step runs eagerly (cuda_graph= on CUDA)"},
+      {"channels_last", &C::channels_last,
+       "'' (NHWC on CUDA, NCHW on the CPU) | true (NHWC; on the CPU faster, less precise gradients) | false (NCHW)",
+       -kInf, kInf,
+       {"", "true", "false"}},
+      {"augmentations", &C::augmentations, "Albumentations transforms: not in yolotrain (refused when set)"},
+      {"distill_model", &C::distill_model, "knowledge distillation's teacher: not in yolotrain (refused when set)"},
+      {"cutmix", &C::cutmix, "CutMix probability: not yet in yolotrain (refused when > 0)", 0, 1},
+      {"cls_pw", &C::cls_pw, "class weights' power (inverse frequency): not yet in yolotrain (refused when > 0)", 0,
+       1},
       {"save_interval", &C::save_interval, "seconds between time-based checkpoints; 0: off", 0, 1e9},
       {"keep_last", &C::keep_last, "rotating checkpoints kept", 1, 1e6},
       {"pause_release",
@@ -260,10 +271,11 @@ double parse_double(const Spec& spec, const std::string& v) {
 
 std::string parse_string(const Spec& spec, const std::string& v) {
   const std::string key = spec.name;
-  if (key == "resume" || key == "pretrained" || key == "cache" || key == "amp" || key == "cuda_graph") {
+  if (key == "resume" || key == "pretrained" || key == "cache" || key == "amp" || key == "cuda_graph" ||
+      key == "compile" || key == "channels_last") {
     const std::string l = lower(v);
     if (l == "true" || l == "false") return key == "cache" && l == "true" ? "ram" : l;
-    if (is_none(v)) return "false";
+    if (is_none(v)) return key == "channels_last" ? "" : "false";
   }
   if (is_none(v)) return "";
   if (spec.choices.empty()) return v;
@@ -353,6 +365,33 @@ std::vector<std::string> closest_keys(const std::string& key, std::size_t n) {
   return out;
 }
 
+namespace {
+
+// Ultralytics 8.4's arguments yolotrain takes but cannot honour: refused by name, saying why and what
+// to use instead, so that a run never trains other than its command line says.
+void refuse_unsupported(const std::string& key, const std::string& value, const TrainConfig& c) {
+  if (key == "augmentations" && !c.augmentations.empty()) {
+    throw ConfigError("augmentations=" + value + ": Ultralytics takes Albumentations transforms (Python "
+                      "objects) there; yolotrain has no Albumentations. Its own augmentations are set by "
+                      "hsv_h, hsv_s, hsv_v, degrees, translate, scale, shear, perspective, flipud, fliplr, mosaic, "
+                      "mixup and copy_paste");
+  }
+  if (key == "distill_model" && !c.distill_model.empty()) {
+    throw ConfigError("distill_model=" + value + ": knowledge distillation from a teacher model is not in "
+                      "yolotrain; train without it (distill_model=None)");
+  }
+  if (key == "cutmix" && c.cutmix > 0) {
+    throw ConfigError("cutmix=" + value + ": Ultralytics 8.4's CutMix is not yet in yolotrain; "
+                      "use cutmix=0 (mixup= blends whole images)");
+  }
+  if (key == "cls_pw" && c.cls_pw > 0) {
+    throw ConfigError("cls_pw=" + value + ": Ultralytics 8.4's class weights (inverse class frequency to the power cls_pw) are not "
+                      "yet in yolotrain; use cls_pw=0 (every class weighs the same)");
+  }
+}
+
+}  // namespace
+
 void TrainConfig::set(const std::string& key, const std::string& value) {
   if (key == "batch") return set_batch(value);
   const Spec* spec = find_spec(key);
@@ -372,6 +411,7 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
       },
       spec->member);
   if (key == "task" && !task.empty() && task != "detect") use_task_defaults();
+  refuse_unsupported(key, value, *this);
   if (key == "auto_augment" && !auto_augment.empty()) {
     throw ConfigError("auto_augment=" + value + ": yolotrain has no " + value + " (torchvision's policy over PIL's "
                       "image operators, which it cannot yet reproduce faithfully); use auto_augment=None: the "

@@ -171,6 +171,7 @@ struct Trainer::Run {
   // position "epoch trained, not validated" saved before validation).
   void checkpoint(bool wait, bool completed = false, bool force = false);
   void freeze_layers();
+  void transfer_start_weights(io::ModelWeights& start);
   // Training mode, the frozen layers' BatchNorm kept in eval under 8.4 (its _model_train).
   void train_mode();
   void resolve_autobatch();

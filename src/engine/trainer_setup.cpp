@@ -3,6 +3,7 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include "determinism.hpp"
+#include "yolotrain/nn/class_remap.hpp"
 #include "trainer_run.hpp"
 
 namespace yolotrain::engine {
@@ -133,19 +134,26 @@ void Trainer::Run::build() {
         std::to_string(model->max_stride()) + ", updating to " + std::to_string(rounded));
     cfg.imgsz = rounded;
   }
-  if (start && !plan.resume_from) {  // a resumed run takes its weights from the checkpoint instead
-    const std::size_t n = nn::transfer_weights(*model, start->tensors);
-    say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
-        " items from pretrained weights (" + start->description + ")");
-  }
+  if (start && !plan.resume_from) transfer_start_weights(*start);  // a resumed run: the checkpoint's instead
   freeze_layers();
   model->to(device);
   amp = amp_mode(cfg.amp, device);
   scaler = GradScaler(amp == AmpMode::Fp16Scaled);
   if (cfg.autobatch > 0) resolve_autobatch();
-  // On the CPU, the measured faster layout (channels_last, docs/nn.md); on CUDA channels_last (NHWC:
-  // cuDNN's tensor-core kernels; Ultralytics 8.4.14x's CUDA training default); batches follow it.
-  memory_format = device.is_cpu() ? nn::preferred_cpu_memory_format() : c10::MemoryFormat::ChannelsLast;
+  // On CUDA channels_last (NHWC: cuDNN's tensor-core kernels); batches follow it. On the CPU NCHW, as
+  // Ultralytics trains there: oneDNN's NHWC backward is faster but its weight gradients are ~1e-3 off
+  // float64's where NCHW's are 2e-5 (docs/performance.md "Learning as Ultralytics 8.4"), which moves a
+  // run away from Ultralytics' step by step; channels_last=true takes it anyway, saying so.
+  const bool nhwc = cfg.channels_last == "true" || (cfg.channels_last.empty() && !device.is_cpu());
+  memory_format = nhwc ? c10::MemoryFormat::ChannelsLast : c10::MemoryFormat::Contiguous;
+  if (cfg.channels_last == "true" && device.is_cpu()) {
+    say("channels_last=true on the CPU: NHWC convolutions, faster here, their gradients ~1e-3 less precise than "
+        "NCHW's (Ultralytics ignores channels_last on the CPU)");
+  }
+  if (cfg.compile != "false") {
+    say("compile=" + cfg.compile + ": libtorch has no torch.compile; the step runs eagerly" +
+        (device.is_cuda() ? " (cuda_graph= replays it as a CUDA graph)" : ""));
+  }
   nn::set_memory_format(*model, memory_format);
   model->train();
   ema = std::make_unique<ModelEMA>(model);
@@ -244,6 +252,23 @@ void Trainer::Run::resolve_autobatch() {
   const AutoBatchChoice choice = autobatch(probe.get(), cfg.imgsz, fraction, 16);
   for (const auto& line : choice.lines) say(line);
   cfg.batch = choice.batch;
+}
+
+// Ultralytics 8.4's DetectionModel.load after set_model_names_for_load: the head's class rows by
+// name first (cls_remap; not under compat=8.3, which had none), then every tensor whose name and
+// shape agree; "Transferred" counts both.
+void Trainer::Run::transfer_start_weights(io::ModelWeights& start) {
+  nn::ClassRemap remap;
+  if (cfg.cls_remap && cfg.ultralytics84()) {
+    remap = nn::remap_class_rows(*model, start.tensors, start.names, data.config.names);
+  }
+  if (remap.tensors > 0) {
+    say("Remapped " + std::to_string(remap.matched) + "/" + std::to_string(remap.nc) +
+        " cls head rows from pretrained weights by class name");
+  }
+  const std::size_t n = nn::transfer_weights(*model, start.tensors) + remap.tensors;
+  say("Transferred " + std::to_string(n) + "/" + std::to_string(nn::state_dict(*model).size()) +
+      " items from pretrained weights (" + start.description + ")");
 }
 
 // As Ultralytics: the DFL conv always, plus `freeze` (the first N layers, or listed indices).

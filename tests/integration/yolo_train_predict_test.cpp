@@ -227,6 +227,30 @@ TEST_CASE("fine-tuning Ultralytics' YOLO11n best.pt on bccd starts where that mo
   CHECK(first_epoch_map50(kYolo11Best, "Transferred 499/499 items from pretrained weights") > 0.08);
 }
 
+// cls_remap (8.4's default): a .pt fine-tuned on data naming its classes in another order starts each
+// class from the .pt's row of the same name, and says so (tests/unit/io/class_remap_test.cpp: the rows).
+TEST_CASE("fine-tuning on reordered class names remaps the class rows by name, and cls_remap=false does not",
+          "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  std::ofstream(tmp / "bccd.yaml") << "path: " << kBccd.string() << "\ntrain: images/val\nval: images/val\n"
+                                   << "names:\n  0: Platelets\n  1: RBC\n  2: WBC\n";
+  const auto run = [&](const std::string& remap) {
+    const yt::Finished f = yt::run_to_end(
+        {YOLO_TRAIN_PATH, "model=" + kBest.string(), "data=" + (tmp / "bccd.yaml").string(), "cls_remap=" + remap,
+         "epochs=1", "fraction=0.1", "imgsz=64", "batch=8", "workers=2", "threads=1", "val=false", "plots=false",
+         "project=" + tmp.path().string(), "name=" + remap},
+        tmp / "out.txt");
+    INFO(f.output);
+    CHECK(f.code == 0);
+    return f.output;
+  };
+  const std::string remapped = run("true");
+  CHECK_THAT(remapped, Catch::Contains("Remapped 3/3 cls head rows from pretrained weights by class name"));
+  CHECK_THAT(remapped, Catch::Contains("Transferred 355/355 items"));
+  CHECK_THAT(run("false"), !Catch::Contains("Remapped"));
+}
+
 // Ultralytics 8.4 (engine/model.py:814-831): model=X.pt builds X's network; pretrained=false trains
 // it from scratch, pretrained=FILE starts from FILE's weights instead of X's.
 TEST_CASE("model=.pt with pretrained=false trains its network from scratch, pretrained=FILE from FILE",

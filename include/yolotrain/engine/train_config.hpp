@@ -47,6 +47,8 @@ struct TrainConfig {
   std::string name = "train";
   bool exist_ok = false;
   std::string pretrained = "true";  ///< true | false | a weights file
+  /// Fine-tuning: the pretrained head's class rows moved to the data's classes by name (8.4).
+  bool cls_remap = true;
   std::string optimizer = "auto";   ///< auto | SGD | Adam | AdamW
   std::int64_t seed = 0;
   bool deterministic = true;
@@ -110,6 +112,16 @@ struct TrainConfig {
   std::string auto_augment;
   /// Classification: the Classify head's Dropout probability (Ultralytics' `dropout`).
   double dropout = 0.0;
+  // --- Ultralytics 8.4's arguments with no libtorch meaning or not here: accepted and said, or
+  // refused naming why (TrainConfig::set), rather than "not a valid argument".
+  std::string compile = "false";    ///< torch.compile's mode: no libtorch equivalent, the step runs eagerly
+  /// The layout of the activations while training: "" (NHWC on CUDA, NCHW on the CPU as Ultralytics),
+  /// true (NHWC, also on the CPU: faster there, its gradients less precise), false (NCHW everywhere).
+  std::string channels_last = "";
+  std::string augmentations = "";   ///< Albumentations transforms (Python objects): refused when set
+  std::string distill_model = "";   ///< a teacher for knowledge distillation: refused when set
+  double cutmix = 0.0;              ///< 8.4's CutMix probability: refused when > 0
+  double cls_pw = 0.0;              ///< 8.4's class-weight power: refused when > 0
   // --- yolotrain's lifecycle arguments
   double save_interval = 300;        ///< seconds between time-based checkpoints; 0: off
   std::int64_t keep_last = 2;        ///< rotating checkpoints kept

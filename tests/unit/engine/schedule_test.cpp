@@ -71,10 +71,13 @@ TEST_CASE("yolov8n's parameter groups are Ultralytics' 63 biases 64 weights and 
 }
 
 // Ultralytics 8.4.117's BaseTrainer.build_optimizer(model, "MuSGD", 0.01, 0.9, 0.0005) on
-// DetectionModel(yaml, nc=3), its param_groups' sizes printed: the same eight groups.
+// DetectionModel(yaml, nc=3) (SegmentationModel for -seg), its param_groups' sizes printed: the same
+// eight groups.
 TEST_CASE("MuSGD's eight parameter groups are Ultralytics 8.4's", "[engine][musgd]") {
   const std::vector<std::pair<std::string, std::vector<std::size_t>>> expected = {
-      {"yolo26n.yaml", {0, 0, 24, 90, 30, 96, 30, 96}}, {"yolov8n.yaml", {0, 0, 6, 51, 9, 54, 9, 55}}};
+      {"yolo26n.yaml", {0, 0, 24, 90, 30, 96, 30, 96}},
+      {"yolov8n.yaml", {0, 0, 6, 51, 9, 54, 9, 55}},
+      {"yolo26n-seg.yaml", {0, 0, 26, 108, 33, 121, 33, 121}}};  // SegmentationModel: proto.semseg boosted too
   for (const auto& [yaml, sizes] : expected) {
     INFO(yaml);
     yolotrain::nn::DetectionModel model(yolotrain::nn::DetectionModelOptions(yaml).nc(3));

@@ -63,6 +63,27 @@ TEST_CASE("unknown keys suggest the closest valid ones", "[engine]") {
   CHECK_THROWS_WITH(TrainConfig::from_args({"zzzzzzzz=1"}), Contains("see --help"));
 }
 
+// Ultralytics 8.4's arguments yolotrain cannot honour are taken at their defaults and refused, saying
+// why, when set; multi_scale is 8.4's fraction (True reads as 1, as Python reads it).
+TEST_CASE("8.4's arguments: multi_scale a fraction, cls_remap, compile and channels_last taken, the rest refused",
+          "[engine]") {
+  const TrainConfig d = TrainConfig::from_args({"multi_scale=0.25", "cls_remap=False", "compile=True",
+                                                "channels_last=False", "cutmix=0.0", "cls_pw=0", "augmentations=None",
+                                                "distill_model=None"});
+  CHECK(d.multi_scale == 0.25);
+  CHECK_FALSE(d.cls_remap);
+  CHECK(d.compile == "true");
+  CHECK(d.channels_last == "false");
+  CHECK(TrainConfig::from_args({"multi_scale=True"}).multi_scale == 1.0);
+  CHECK(TrainConfig::from_args({"multi_scale=false"}).multi_scale == 0.0);
+  CHECK(TrainConfig::from_args({"compile=reduce-overhead"}).compile == "reduce-overhead");
+  CHECK_THROWS_WITH(TrainConfig::from_args({"multi_scale=1.5"}), Contains("'multi_scale'"));
+  CHECK_THROWS_WITH(TrainConfig::from_args({"cutmix=0.5"}), Contains("CutMix is not yet in yolotrain"));
+  CHECK_THROWS_WITH(TrainConfig::from_args({"cls_pw=0.5"}), Contains("use cls_pw=0"));
+  CHECK_THROWS_WITH(TrainConfig::from_args({"augmentations=[Blur()]"}), Contains("no Albumentations"));
+  CHECK_THROWS_WITH(TrainConfig::from_args({"distill_model=yolo11x.pt"}), Contains("knowledge distillation"));
+}
+
 TEST_CASE("cfg=file.yaml is loaded first and key=value overrides it", "[engine]") {
   yolotrain::test::TempDir dir;
   yolotrain::lifecycle::atomic_write(dir / "cfg.yaml", "epochs: 7\nbatch: 4\nfreeze: [0, 1, 2]\ntime: null\n");

@@ -117,7 +117,7 @@ TEST_CASE("checkpoints written before a field existed still resume, with what it
 // Ultralytics 8.4: the trainer's best (best.pt) moves when best_fitness < fitness and best.pt is
 // written when they are equal (engine/trainer.py:872, 766); EarlyStopping moves on fitness > best or
 // best == 0 (utils/torch_utils.py:1019). 8.3.58: EarlyStopping on fitness >= best.
-TEST_CASE("best.pt follows ties; EarlyStopping's best follows 8.4's rule, or 8.3's", "[engine]") {
+TEST_CASE("best.pt follows ties, EarlyStopping's best follows 8.4's rule or 8.3's", "[engine]") {
   const std::vector<double> fitness = {0.0, 0.0, 0.4, 0.4, 0.3, 0.5};
   const std::vector<bool> saves = {true, true, true, true, false, true};
   const std::vector<std::int64_t> stopper84 = {0, 1, 2, 2, 2, 5}, stopper83 = {0, 1, 2, 3, 3, 5};
