@@ -27,7 +27,7 @@ METRIC = {"detect": "metrics/mAP50(B)", "obb": "metrics/mAP50(B)", "segment": "m
 
 
 def task_of(model):
-    stem = Path(model).stem
+    stem = Path(model).stem if Path(model).stem not in ("best", "last") else Path(model).parent.name
     for suffix, task in (("-seg", "segment"), ("-pose", "pose"), ("-obb", "obb"), ("-cls", "classify")):
         if stem.endswith(suffix):
             return task
@@ -47,7 +47,7 @@ def run_ultralytics(a, seed, out, extra):
         return csv_path
     env = dict(os.environ, TORCH_THREADS=str(a.threads))
     cmd = [a.python, str(ROOT / "scripts/ultralytics84_train.py"), a.model, a.data, str(out), str(a.epochs),
-           f"seed={seed}", f"imgsz={a.imgsz}", f"batch={a.batch}", *extra]
+           f"seed={seed}", f"imgsz={a.imgsz}", f"batch={a.batch}", f"name={Path(a.model).stem}", *extra]
     with open(out.parent / f"{out.name}.log", "w") as log:
         subprocess.run(cmd, check=True, env=env, stdout=log, stderr=subprocess.STDOUT)
     return csv_path

@@ -385,8 +385,8 @@ void refuse_unsupported(const std::string& key, const std::string& value, const 
                       "use cutmix=0 (mixup= blends whole images)");
   }
   if (key == "cls_pw" && c.cls_pw > 0) {
-    throw ConfigError("cls_pw=" + value + ": Ultralytics 8.4's class weights (inverse class frequency to the power cls_pw) are not "
-                      "yet in yolotrain; use cls_pw=0 (every class weighs the same)");
+    throw ConfigError("cls_pw=" + value + ": Ultralytics 8.4's class weights (inverse class frequency to the power "
+                      "cls_pw) are not yet in yolotrain; use cls_pw=0 (every class weighs the same)");
   }
 }
 

@@ -64,8 +64,8 @@ ClassRemap remap_class_rows(torch::nn::Module& model, NamedTensors& tensors, con
   for (auto& [name, target] : state_dict(model)) {
     if (!std::regex_match(name, logits) || target.dim() == 0 || target.size(0) != std::int64_t(r.nc)) continue;
     const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
-    if (it == tensors.end() || it->second.dim() != target.dim() || it->second.sizes().slice(1) != target.sizes().slice(1))
-      continue;
+    if (it == tensors.end() || it->second.dim() != target.dim()) continue;
+    if (it->second.sizes().slice(1) != target.sizes().slice(1)) continue;  // c3 follows nc: the bias only
     target.index_copy_(0, target_rows, it->second.index_select(0, taken).to(target.scalar_type()));
     tensors.erase(it);
     ++r.tensors;

@@ -60,7 +60,8 @@ TEST_CASE("cls_remap: the class rows fine-tuning starts from are Ultralytics 8.4
 }
 
 TEST_CASE("cls_remap leaves placeholder names, no match and the same order to the plain transfer", "[io][nn]") {
-  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(2).names(std::vector<std::string>{"cat", "dog"}));
+  const std::vector<std::string> names = {"cat", "dog"};
+  nn::DetectionModel model(nn::DetectionModelOptions("yolov8n.yaml").nc(2).names(names));
   nn::NamedTensors tensors = nn::state_dict(*model);
   const std::size_t before = tensors.size();
   CHECK(nn::remap_class_rows(*model, tensors, {"0", "1"}, {"cat", "dog"}).tensors == 0);     // placeholders
