@@ -3,10 +3,12 @@
 #include "catch.hpp"
 #include <signal.h>
 
+#include <array>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "results_csv.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
 
@@ -255,6 +257,43 @@ TEST_CASE("fine-tuning on reordered class names remaps the class rows by name, a
   CHECK_THAT(remapped, Catch::Contains("Remapped 3/3 cls head rows from pretrained weights by class name"));
   CHECK_THAT(remapped, Catch::Contains("Transferred 355/355 items"));
   CHECK_THAT(run("false"), !Catch::Contains("Remapped"));
+}
+
+// The training step equals Ultralytics 8.4.117's, step by step: from bccd_yolov8n's best.pt on bccd's
+// first 16 training images (fraction), one batch of 16 with every augmentation off, 12 epochs at 160
+// (8.4's warm-up of 11 iterations, accumulation ramping to 4, optimizer=auto's AdamW, clipping, EMA:
+// optimizer steps at iterations 3, 6 and 9), each epoch's training losses are Ultralytics' to the
+// precision results.csv keeps. Ultralytics' figures: `python3 scripts/ultralytics84_train.py
+// <bccd_yolov8n>/best.pt <bccd data.yaml, absolute path> /tmp/stepb 12 name=u12 imgsz=160 batch=16 mosaic=0
+// hsv_h=0 hsv_s=0 hsv_v=0 translate=0 scale=0 fliplr=0 close_mosaic=0 val=False fraction=0.078`
+// (docs/performance.md "Learning as Ultralytics 8.4": before the CPU trained in NCHW these drifted).
+TEST_CASE("training from Ultralytics' best.pt with augmentation off follows Ultralytics' losses step by step",
+          "[integration]") {
+  if (shared_missing()) return;
+  yt::TempDir tmp;
+  const yt::Finished f = yt::run_to_end(
+      {YOLO_TRAIN_PATH, "model=" + kBest.string(), "data=" + (kBccd / "data.yaml").string(), "epochs=12",
+       "imgsz=160", "batch=16", "fraction=0.078", "mosaic=0", "hsv_h=0", "hsv_s=0", "hsv_v=0", "translate=0",
+       "scale=0", "fliplr=0", "close_mosaic=0", "val=false", "plots=false", "workers=2", "threads=2",
+       "project=" + tmp.path().string(), "name=steps"},
+      tmp / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  const yt::Csv csv = yt::read_results(tmp / "steps" / "results.csv");
+  // Ultralytics' (box, cls, dfl) after 0, 1, 2 and 3 optimizer steps: epochs 1-4, 5-7, 8-10, 11-12.
+  const std::vector<std::array<double, 3>> after = {{4.91757, 2.00652, 2.89043},
+                                                    {4.42095, 1.79822, 2.61037},
+                                                    {4.07029, 1.57348, 2.49098},
+                                                    {3.83027, 1.45916, 2.45691}};
+  const std::vector<std::size_t> steps_by_epoch = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3};
+  REQUIRE(csv.rows.size() == 12);
+  for (std::size_t e = 0; e < 12; ++e) {
+    CAPTURE(e + 1);
+    const auto& want = after[steps_by_epoch[e]];
+    CHECK(csv.at(e, "train/box_loss") == Approx(want[0]).margin(2e-4));
+    CHECK(csv.at(e, "train/cls_loss") == Approx(want[1]).margin(2e-4));
+    CHECK(csv.at(e, "train/dfl_loss") == Approx(want[2]).margin(2e-4));
+  }
 }
 
 // Ultralytics 8.4 (engine/model.py:814-831): model=X.pt builds X's network; pretrained=false trains
