@@ -253,6 +253,13 @@ void build_sample(const PipelineContext& ctx, int epoch, std::size_t position, c
     paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, other.sample);
     mixup(s, other.sample, rng);
   }
+  if (!closed(opt, epoch) && !opt.rect && opt.hyp.cutmix > 0 && rng.uniform() < opt.hyp.cutmix) {
+    const std::size_t other_index = rng.below(n);  // CutMix, as MixUp: any image of the dataset
+    SampleBuffers other;
+    geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, paste, rng, other);
+    paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, other.sample);
+    cutmix(s, other.sample, rng);
+  }
   random_hsv(s.image, opt.hyp, rng);
   random_flip(s, opt.hyp, rng);
   info = {double(s.image.height) / rec.height, double(s.image.width) / rec.width, 0, 0};

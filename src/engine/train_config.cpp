@@ -167,7 +167,7 @@ const std::vector<Spec>& specs() {
        {"", "true", "false"}},
       {"augmentations", &C::augmentations, "Albumentations transforms: not in yolotrain (refused when set)"},
       {"distill_model", &C::distill_model, "knowledge distillation's teacher: not in yolotrain (refused when set)"},
-      {"cutmix", &C::cutmix, "CutMix probability: not yet in yolotrain (refused when > 0)", 0, 1},
+      {"cutmix", &C::cutmix, "CutMix probability (a rectangle of another sample pasted with its boxes)", 0, 1},
       {"cls_pw", &C::cls_pw, "class weights' power (inverse frequency): not yet in yolotrain (refused when > 0)", 0,
        1},
       {"save_interval", &C::save_interval, "seconds between time-based checkpoints; 0: off", 0, 1e9},
@@ -379,10 +379,6 @@ void refuse_unsupported(const std::string& key, const std::string& value, const 
   if (key == "distill_model" && !c.distill_model.empty()) {
     throw ConfigError("distill_model=" + value + ": knowledge distillation from a teacher model is not in "
                       "yolotrain; train without it (distill_model=None)");
-  }
-  if (key == "cutmix" && c.cutmix > 0) {
-    throw ConfigError("cutmix=" + value + ": Ultralytics 8.4's CutMix is not yet in yolotrain; "
-                      "use cutmix=0 (mixup= blends whole images)");
   }
   if (key == "cls_pw" && c.cls_pw > 0) {
     throw ConfigError("cls_pw=" + value + ": Ultralytics 8.4's class weights (inverse class frequency to the power "

@@ -77,6 +77,7 @@ data::AugmentConfig augment_config(const TrainConfig& cfg) {
   a.fliplr = cfg.fliplr;
   a.mosaic = cfg.mosaic;
   a.mixup = cfg.mixup;
+  a.cutmix = cfg.cutmix;
   a.copy_paste = cfg.copy_paste;
   a.copy_paste_mixup = cfg.copy_paste_mode == "mixup";
   a.erasing = cfg.erasing;

@@ -527,7 +527,7 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   const fs::path prom = tmp / "yolotrain.prom";
   const Finished f = run_to_end(
       train_args(tmp.path(), {"epochs=1", "metrics_file=" + prom.string(), "freeze=3", "single_cls=true", "amp=bf16",
-                              "multi_scale=true"}),
+                              "multi_scale=true", "cutmix=0.5"}),
       tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);

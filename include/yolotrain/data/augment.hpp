@@ -25,6 +25,7 @@ struct AugmentConfig {
   double fliplr = 0.5;       ///< probability of a left-right flip
   double mosaic = 1.0;       ///< probability of mosaic
   double mixup = 0.0;        ///< probability of mixup
+  double cutmix = 0.0;       ///< probability of CutMix (Ultralytics 8.4's), after mixup
   double copy_paste = 0.0;   ///< fraction of the instances copy_paste() pastes (segmentation)
   /// copy_paste's source: false, the sample mirrored ("flip"); true, another sample ("mixup": applied
   /// with probability copy_paste after random_perspective).
@@ -103,6 +104,14 @@ void random_flip(Labelled& sample, const AugmentConfig& cfg, Rng& rng);
 
 /// Ultralytics' MixUp: r ~ Beta(32, 32), image = a*r + b*(1-r) (same size), boxes concatenated.
 void mixup(Labelled& a, const Labelled& b, Rng& rng);
+
+/// Ultralytics 8.4's CutMix (data/augment.py CutMix, beta 1, 3 areas): three random rectangles of
+/// side sqrt(1 - lam) (lam ~ Beta(1, 1)) around random centres; one of those that overlap none of
+/// `a`'s boxes (bbox_ioa 0) is chosen, and `b`'s instances covering at least 10 % of their box
+/// inside it (1 % with outlines) are clipped to it and added to `a`, whose pixels there become
+/// `b`'s (same size). Nothing changes when no rectangle is free or none of `b`'s instances is in
+/// the chosen one. Returns whether it changed `a`.
+bool cutmix(Labelled& a, const Labelled& b, Rng& rng);
 
 /// Ultralytics 8.4's CopyPaste (src/data/copy_paste.cpp): the instances of `source` (mode "mixup";
 /// the same size as the sample) or, without one, the sample's own mirrored left-right (mode

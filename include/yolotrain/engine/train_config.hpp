@@ -120,7 +120,7 @@ struct TrainConfig {
   std::string channels_last = "";
   std::string augmentations = "";   ///< Albumentations transforms (Python objects): refused when set
   std::string distill_model = "";   ///< a teacher for knowledge distillation: refused when set
-  double cutmix = 0.0;              ///< 8.4's CutMix probability: refused when > 0
+  double cutmix = 0.0;              ///< 8.4's CutMix probability (data::cutmix)
   double cls_pw = 0.0;              ///< 8.4's class-weight power: refused when > 0
   // --- yolotrain's lifecycle arguments
   double save_interval = 300;        ///< seconds between time-based checkpoints; 0: off

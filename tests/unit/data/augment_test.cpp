@@ -211,6 +211,56 @@ TEST_CASE("augment: the hue LUT is Ultralytics 8.4's wrapped shift, or 8.3's sca
   }
 }
 
+// Ultralytics 8.4's CutMix: a rectangle free of the sample's boxes takes the other sample's pixels and
+// its boxes that lie at least 10 % inside it, clipped to it; the sample's own boxes stay.
+TEST_CASE("augment: cutmix pastes a free rectangle of the other sample with its boxes clipped to it",
+          "[data][augment]") {
+  int changed = 0, unchanged = 0;
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    Labelled a{Image(64, 64, 0), {{0, 2, 2, 14, 14, {}, {}}}};
+    Labelled b{Image(64, 64, 200), {}};
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        const float x = 16.f * float(i), y = 16.f * float(j);
+        b.boxes.push_back({1, x + 2, y + 2, x + 14, y + 14, {}, {}});
+      }
+    }
+    Rng rng(seed);
+    if (!cutmix(a, b, rng)) {
+      ++unchanged;
+      CHECK(a.boxes.size() == 1);
+      CHECK(std::all_of(a.image.pixels.begin(), a.image.pixels.end(), [](std::uint8_t v) { return v == 0; }));
+      continue;
+    }
+    ++changed;
+    CAPTURE(seed);
+    REQUIRE(a.boxes.size() > 1);
+    CHECK(a.boxes[0].cls == 0);  // the sample's own box, untouched
+    CHECK(a.boxes[0].x2 == 14.f);
+    // The pasted region: a rectangle of 200s holding every pasted box, none of it on the own box.
+    int x1 = 64, y1 = 64, x2 = 0, y2 = 0;
+    for (int y = 0; y < 64; ++y) {
+      for (int x = 0; x < 64; ++x) {
+        if (a.image.pixel(y, x)[0] != 200) continue;
+        x1 = std::min(x1, x), y1 = std::min(y1, y);
+        x2 = std::max(x2, x + 1), y2 = std::max(y2, y + 1);
+      }
+    }
+    CHECK(x1 < x2);
+    for (std::size_t k = 1; k < a.boxes.size(); ++k) {
+      const PixelBox& p = a.boxes[k];
+      CHECK(p.cls == 1);
+      CHECK(p.x1 >= x1);
+      CHECK(p.x2 <= x2);
+      CHECK(p.y1 >= y1);
+      CHECK(p.y2 <= y2);
+    }
+    CHECK((x1 >= 14 || y1 >= 14 || x2 <= 2 || y2 <= 2));  // free of the own box
+  }
+  CHECK(changed > 5);
+  CHECK(unchanged > 0);
+}
+
 TEST_CASE("augment: mixup blends with a Beta(32 32) ratio and joins labels", "[data][augment]") {
   Labelled a{Image(4, 4, 200), {{0, 0, 0, 1, 1}}}, b{Image(4, 4, 0), {{1, 1, 1, 2, 2}}};
   Rng rng(3);

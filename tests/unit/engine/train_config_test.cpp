@@ -78,7 +78,7 @@ TEST_CASE("8.4's arguments: multi_scale a fraction, cls_remap, compile and chann
   CHECK(TrainConfig::from_args({"multi_scale=false"}).multi_scale == 0.0);
   CHECK(TrainConfig::from_args({"compile=reduce-overhead"}).compile == "reduce-overhead");
   CHECK_THROWS_WITH(TrainConfig::from_args({"multi_scale=1.5"}), Contains("'multi_scale'"));
-  CHECK_THROWS_WITH(TrainConfig::from_args({"cutmix=0.5"}), Contains("CutMix is not yet in yolotrain"));
+  CHECK(TrainConfig::from_args({"cutmix=0.5"}).cutmix == 0.5);
   CHECK_THROWS_WITH(TrainConfig::from_args({"cls_pw=0.5"}), Contains("use cls_pw=0"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"augmentations=[Blur()]"}), Contains("no Albumentations"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"distill_model=yolo11x.pt"}), Contains("knowledge distillation"));
