@@ -100,8 +100,9 @@ def main():
             path = run(a, seed, out, extra) if tool in tools else None
             if path is None:
                 path = (out / Path(a.model).stem / "results.csv") if tool == "u" else (out / "run" / "results.csv")
-            if path.exists():
-                curves[tool].append(read_results(path))
+            rows = read_results(path) if path.exists() else []
+            if len(rows) >= a.epochs:  # a run still going (or stopped) is left out
+                curves[tool].append(rows[: a.epochs])
     if not curves["u"] or not curves["y"]:
         print("both trainers' runs are needed for the table; have: "
               + ", ".join(f"{t} {len(c)}" for t, c in curves.items()))
