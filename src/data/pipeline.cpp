@@ -246,19 +246,16 @@ void build_sample(const PipelineContext& ctx, int epoch, std::size_t position, c
   Labelled& s = buffers.sample;
   geometric(ctx, epoch, order, position, std::move(main), mosaic, paste, rng, buffers);
   paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, s);
-  if (!closed(opt, epoch) && opt.hyp.mixup > 0 && rng.uniform() < opt.hyp.mixup) {
-    const std::size_t other_index = rng.below(n);  // Ultralytics' MixUp: any image of the dataset
+  // MixUp's and CutMix's partner: any image of the dataset through the same pre-transform.
+  const auto another = [&] {
     SampleBuffers other;
-    geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, paste, rng, other);
+    geometric(ctx, epoch, order, position, load(ctx, rng.below(n), std::nullopt), mosaic, paste, rng, other);
     paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, other.sample);
-    mixup(s, other.sample, rng);
-  }
+    return other;
+  };
+  if (!closed(opt, epoch) && opt.hyp.mixup > 0 && rng.uniform() < opt.hyp.mixup) mixup(s, another().sample, rng);
   if (!closed(opt, epoch) && !opt.rect && opt.hyp.cutmix > 0 && rng.uniform() < opt.hyp.cutmix) {
-    const std::size_t other_index = rng.below(n);  // CutMix, as MixUp: any image of the dataset
-    SampleBuffers other;
-    geometric(ctx, epoch, order, position, load(ctx, other_index, std::nullopt), mosaic, paste, rng, other);
-    paste_from_another(ctx, epoch, order, position, mosaic, paste, rng, other.sample);
-    cutmix(s, other.sample, rng);
+    cutmix(s, another().sample, rng);
   }
   random_hsv(s.image, opt.hyp, rng);
   random_flip(s, opt.hyp, rng);
