@@ -3,6 +3,7 @@
 #include "trainer_run.hpp"
 
 #include "fault_injection.hpp"
+#include "multi_scale.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -128,17 +129,11 @@ bool Trainer::Run::share_epoch_end(EpochMetrics& m, bool validated) {
   return v[0] != 0.0;
 }
 
-// Ultralytics' multi_scale (models/yolo/detect/train.py preprocess_batch): a size per batch, a
-// multiple of the stride, from [max(gs, int(imgsz (1 - f))), int(imgsz (1 + f) + gs)) (8.4) or
-// [imgsz / 2, 1.5 imgsz + gs) (8.3), drawn from (seed, step) so that a resumed run draws the same.
+// Ultralytics' multi_scale (multi_scale.hpp): the batch resized to this step's size, each side
+// stretched to a multiple of the stride.
 at::Tensor Trainer::Run::multi_scale(const at::Tensor& img, std::int64_t ni) const {
   const std::int64_t gs = model->max_stride();
-  data::Rng rng(static_cast<std::uint64_t>(cfg.seed), 0x6d756c7469ull, static_cast<std::uint64_t>(ni));
-  const double f = cfg.ultralytics84() ? cfg.multi_scale : 0.5;
-  const auto low = std::int64_t(double(cfg.imgsz) * (1.0 - f));
-  const auto lo = static_cast<std::uint64_t>(cfg.ultralytics84() ? std::max(gs, low) : low);
-  const auto hi = static_cast<std::uint64_t>(double(cfg.imgsz) * (1.0 + f) + double(gs));
-  const std::int64_t sz = static_cast<std::int64_t>(lo + rng.below(hi - lo)) / gs * gs;
+  const std::int64_t sz = multi_scale_size(cfg, gs, ni);
   const double sf = double(sz) / double(std::max(img.size(2), img.size(3)));
   if (sf == 1.0) return img;
   std::vector<std::int64_t> ns;

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include "multi_scale.hpp"
 #include "optimizer.hpp"
 #include "yolotrain/nn/detection_model.hpp"
 
@@ -210,4 +212,31 @@ TEST_CASE("8.4's warm-up leaves the last epoch unwarmed and none at warmup_epoch
   CHECK(s.lr[0] == Approx(0.001429));  // the scheduler's lr from the first step
   CHECK(s.momentum == 0.9);            // the optimizer's own: nothing ramps it
   CHECK(s.accumulate == 4);
+}
+
+// models/yolo/detect/train.py preprocess_batch: random.randrange(max(gs, int(imgsz * (1 - f))),
+// int(imgsz * (1 + f) + gs)) // gs * gs (8.4); 8.3.58: randrange(int(imgsz * 0.5), int(imgsz * 1.5 + gs)).
+TEST_CASE("multi_scale draws 8.4's fraction of imgsz, or 8.3's +-50 %, in multiples of the stride", "[engine]") {
+  TrainConfig cfg;
+  cfg.imgsz = 160;
+  cfg.multi_scale = 0.5;
+  CHECK(multi_scale_range(cfg, 32).lo == 80);
+  CHECK(multi_scale_range(cfg, 32).hi == 272);
+  cfg.multi_scale = 1.0;  // multi_scale=True
+  CHECK(multi_scale_range(cfg, 32).lo == 32);  // never below the stride
+  CHECK(multi_scale_range(cfg, 32).hi == 352);
+  cfg.multi_scale = 0.25;
+  std::set<std::int64_t> sizes;
+  for (std::int64_t ni = 0; ni < 400; ++ni) {
+    const std::int64_t s = multi_scale_size(cfg, 32, ni);
+    CHECK(s % 32 == 0);
+    CHECK(s >= 96);   // 120 floored to the stride
+    CHECK(s <= 224);  // below int(200 + 32) = 232
+    CHECK(multi_scale_size(cfg, 32, ni) == s);  // the same step draws the same
+    sizes.insert(s);
+  }
+  CHECK(sizes == std::set<std::int64_t>{96, 128, 160, 192, 224});
+  cfg.compat = "8.3";
+  CHECK(multi_scale_range(cfg, 32).lo == 80);
+  CHECK(multi_scale_range(cfg, 32).hi == 272);
 }
