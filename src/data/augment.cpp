@@ -5,7 +5,6 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -377,37 +376,29 @@ void mixup(Labelled& a, const Labelled& b, Rng& rng) {
 namespace {
 
 // A CutMix rectangle (CutMix._rand_bbox): integer corners, as numpy computes them.
-std::array<int, 4> cut_rectangle(int w, int h, Rng& rng) {
+PixelBox cut_rectangle(int w, int h, Rng& rng) {
   const double cut_ratio = std::sqrt(1.0 - rng.beta(1.0, 1.0));
   const int cut_w = static_cast<int>(w * cut_ratio), cut_h = static_cast<int>(h * cut_ratio);
   const int cx = static_cast<int>(rng.below(static_cast<std::uint64_t>(w)));
   const int cy = static_cast<int>(rng.below(static_cast<std::uint64_t>(h)));
-  return {std::clamp(cx - cut_w / 2, 0, w), std::clamp(cy - cut_h / 2, 0, h), std::clamp(cx + cut_w / 2, 0, w),
-          std::clamp(cy + cut_h / 2, 0, h)};
-}
-
-// bbox_ioa: the intersection of rectangle r and box b over b's area.
-double ioa(const std::array<int, 4>& r, const PixelBox& b) {
-  const double iw = std::max(0.0, std::min<double>(r[2], b.x2) - std::max<double>(r[0], b.x1));
-  const double ih = std::max(0.0, std::min<double>(r[3], b.y2) - std::max<double>(r[1], b.y1));
-  return iw * ih / ((b.x2 - b.x1) * (b.y2 - b.y1) + 1e-7);
+  PixelBox r;
+  r.x1 = float(std::clamp(cx - cut_w / 2, 0, w)), r.y1 = float(std::clamp(cy - cut_h / 2, 0, h));
+  r.x2 = float(std::clamp(cx + cut_w / 2, 0, w)), r.y2 = float(std::clamp(cy + cut_h / 2, 0, h));
+  return r;
 }
 
 // Instances.clip into the rectangle (shifted to it, clipped to its size, shifted back).
-PixelBox clipped_to(PixelBox b, const std::array<int, 4>& r) {
-  const auto x = [&](float v) { return std::clamp(v, float(r[0]), float(r[2])); };
-  const auto y = [&](float v) { return std::clamp(v, float(r[1]), float(r[3])); };
+PixelBox clipped_to(PixelBox b, const PixelBox& r) {
+  const auto x = [&](float v) { return std::clamp(v, r.x1, r.x2); };
+  const auto y = [&](float v) { return std::clamp(v, r.y1, r.y2); };
   b.x1 = x(b.x1), b.x2 = x(b.x2), b.y1 = y(b.y1), b.y2 = y(b.y2);
   for (std::size_t k = 0; k + 1 < b.segment.size(); k += 2) {
     b.segment[k] = x(b.segment[k]);
     b.segment[k + 1] = y(b.segment[k + 1]);
   }
-  for (std::size_t k = 0; k + 2 < b.keypoints.size(); k += 3) {
-    float& px = b.keypoints[k];
-    float& py = b.keypoints[k + 1];
-    if (px < r[0] || px > r[2] || py < r[1] || py > r[3]) b.keypoints[k + 2] = 0;
-    px = x(px), py = y(py);
-  }
+  for (std::size_t k = 0; k + 2 < b.keypoints.size(); k += 3) b.keypoints[k] -= r.x1, b.keypoints[k + 1] -= r.y1;
+  clip_keypoints(b.keypoints, r.x2 - r.x1, r.y2 - r.y1);
+  for (std::size_t k = 0; k + 2 < b.keypoints.size(); k += 3) b.keypoints[k] += r.x1, b.keypoints[k + 1] += r.y1;
   return b;
 }
 
@@ -415,23 +406,23 @@ PixelBox clipped_to(PixelBox b, const std::array<int, 4>& r) {
 
 bool cutmix(Labelled& a, const Labelled& b, Rng& rng) {
   const int w = a.image.width, h = a.image.height;
-  std::vector<std::array<int, 4>> free;
+  std::vector<PixelBox> free;
   for (int k = 0; k < 3; ++k) {
-    const std::array<int, 4> r = cut_rectangle(w, h, rng);
-    double covered = 0;
-    for (const PixelBox& box : a.boxes) covered += ioa(r, box);
+    const PixelBox r = cut_rectangle(w, h, rng);
+    float covered = 0;
+    for (const PixelBox& box : a.boxes) covered += detail::bbox_ioa(r, box);
     if (covered <= 0) free.push_back(r);
   }
   if (free.empty()) return false;
-  const std::array<int, 4> area = free[rng.below(free.size())];
-  const double least = has_outlines(a.boxes) ? 0.01 : 0.1;  // Ultralytics asks the sample's own labels
+  const PixelBox area = free[rng.below(free.size())];
+  const float least = has_outlines(a.boxes) ? 0.01f : 0.1f;  // Ultralytics asks the sample's own labels
   std::vector<PixelBox> taken;
   for (const PixelBox& box : b.boxes) {
-    if (ioa(area, box) >= least) taken.push_back(clipped_to(box, area));
+    if (detail::bbox_ioa(area, box) >= least) taken.push_back(clipped_to(box, area));
   }
   if (taken.empty()) return false;
-  if (area[2] > area[0] && area[3] > area[1]) {
-    const cv::Rect rect(area[0], area[1], area[2] - area[0], area[3] - area[1]);
+  if (area.x2 > area.x1 && area.y2 > area.y1) {
+    const cv::Rect rect(int(area.x1), int(area.y1), int(area.x2 - area.x1), int(area.y2 - area.y1));
     cv::Mat dst = view(a.image)(rect);
     view(b.image)(rect).copyTo(dst);
   }

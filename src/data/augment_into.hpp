@@ -25,6 +25,9 @@ TileRect mosaic_place(Labelled& canvas, const Image& tile, const std::vector<Pix
 /// Fills what the four tiles left uncovered with 114 (Ultralytics fills the whole canvas first;
 /// the pixels are the same, written once).
 void mosaic_fill_rest(Labelled& canvas, const TileRect (&tiles)[4]);
+/// Ultralytics' bbox_ioa(a, b) (utils/metrics.py): the intersection over b's area (eps 1e-7), in
+/// float32 as numpy computes it; CopyPaste and CutMix choose by it.
+float bbox_ioa(const PixelBox& a, const PixelBox& b);
 /// random_perspective() reading `src` and writing `dst` (whose buffer is reused).
 void random_perspective_into(const Labelled& src, Labelled& dst, const AugmentConfig& cfg, Rng& rng,
                              int border);

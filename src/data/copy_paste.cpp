@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "augment_into.hpp"
 #include "opencv_view.hpp"
 #include "yolotrain/data/augment.hpp"
 #include "yolotrain/error.hpp"
@@ -24,14 +25,13 @@ PixelBox mirrored(const PixelBox& b, float w) {
   return f;
 }
 
-// bbox_ioa(a, b): the intersection over b's area (eps 1e-7), in float32 as numpy computes it.
-float ioa(const PixelBox& a, const PixelBox& b) {
+}  // namespace
+
+float detail::bbox_ioa(const PixelBox& a, const PixelBox& b) {
   const float iw = std::max(std::min(a.x2, b.x2) - std::max(a.x1, b.x1), 0.0F);
   const float ih = std::max(std::min(a.y2, b.y2) - std::max(a.y1, b.y1), 0.0F);
   return iw * ih / ((b.x2 - b.x1) * (b.y2 - b.y1) + 1e-7F);
 }
-
-}  // namespace
 
 void copy_paste(Labelled& s, double p, const Labelled* source) {
   const bool outlines = has_outlines(s.boxes);
@@ -51,7 +51,7 @@ void copy_paste(Labelled& s, double p, const Labelled* source) {
     float m = 0;
     bool apart = true;
     for (const auto& b : s.boxes) {
-      const float v = ioa(flipped[j], b);
+      const float v = detail::bbox_ioa(flipped[j], b);
       apart = apart && v < 0.30F;
       m = std::max(m, v);
     }

@@ -26,9 +26,10 @@ void to_float(nn::HeadOutputs& h) {
 
 }  // namespace
 
-void Trainer::Run::schedule(std::int64_t ni) {
+std::int64_t Trainer::Run::schedule(std::int64_t ni) {
   const StepSchedule s = schedule_at(cfg, choice, ni, nb);
   for (std::size_t g = 0; g < s.lr.size(); ++g) set_group(*optimizer, g, s.lr[g], s.momentum);
+  return s.accumulate;
 }
 
 // Clipping, the update, the EMA: multi-tensor operators, nothing read on the host. A step with an
@@ -207,7 +208,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
   if (outputs.plots && state.epoch == 0 && b.index < 3) {
     task->plot_training_batch(*outputs.plots, b, ema->ema()->names(), plan.run_dir);
   }
-  schedule(ni);
+  const std::int64_t accumulate = schedule(ni);
   auto t0 = Clock::now();
   at::Tensor img = data::preprocess_images(b.img, device);
   if (cfg.multi_scale > 0) img = multi_scale(img, ni);
@@ -223,7 +224,7 @@ void Trainer::Run::train_batch(const data::Batch& b) {
     ranks.average_gradients(model->parameters());
     result.timings.optimizer_s += seconds_since(t0);
   }
-  if (ni - state.last_opt_step >= accumulate_at(cfg, ni, nb)) {
+  if (ni - state.last_opt_step >= accumulate) {
     t0 = Clock::now();
     optimizer_step();
     result.timings.optimizer_s += seconds_since(t0);

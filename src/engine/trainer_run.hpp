@@ -180,7 +180,8 @@ struct Trainer::Run {
   void finish_plots();
   void final_eval();
   void report_saved();
-  void schedule(std::int64_t ni);
+  // Sets the step's learning rates and momentum; returns the batches it accumulates (schedule_at).
+  std::int64_t schedule(std::int64_t ni);
   void optimizer_step();
   /// Forward, loss and backward of a batch, eagerly (the loss's parts timed) or as a CUDA graph's
   /// replay (cuda_graph=); each returns the loss items and notes them in the tally.
