@@ -1,6 +1,6 @@
 // Ultralytics 8.4.117's classify_augmentations / classify_transforms (data/augment.py) after
-// torchvision 0.14's transforms and Pillow's operators they call (ImageEnhance's blends, which
-// truncate; RGB to L with Pillow's weights; its HSV with hue 0-255).
+// torchvision 0.14's transforms and Pillow's operators they call (ImageEnhance: pillow_enhance.cpp;
+// its HSV with hue 0-255; RandAugment: rand_augment.cpp).
 #include "yolotrain/data/classify_transforms.hpp"
 
 #include <ATen/ATen.h>
@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 
+#include "pillow_enhance.hpp"
+#include "yolotrain/data/rand_augment.hpp"
 #include "yolotrain/error.hpp"
 
 namespace yolotrain::data {
@@ -20,38 +22,6 @@ int python_round(double v) { return static_cast<int>(std::nearbyint(v)); }  // b
 
 // torch.randint(0, n + 1): a uniform integer in [0, n].
 int uniform_int(int n, Rng& rng) { return static_cast<int>(rng.below(static_cast<std::uint64_t>(n) + 1)); }
-
-// Pillow's RGB -> L (Convert.c L24): (R 19595 + G 38470 + B 7471 + 0x8000) >> 16; BGR order here.
-std::uint8_t grey(const std::uint8_t* bgr) {
-  return static_cast<std::uint8_t>((bgr[2] * 19595 + bgr[1] * 38470 + bgr[0] * 7471 + 0x8000) >> 16);
-}
-
-// Pillow's Image.blend(degenerate, image, factor): degenerate + factor (image - degenerate),
-// truncated, clipped to 0-255.
-std::uint8_t blend(int degenerate, int value, double factor) {
-  const double v = degenerate + factor * (value - degenerate);
-  return static_cast<std::uint8_t>(v <= 0 ? 0 : v >= 255 ? 255 : static_cast<int>(v));
-}
-
-void adjust_brightness(Image& im, double f) {
-  for (auto& v : im.pixels) v = blend(0, v, f);
-}
-
-// ImageEnhance.Contrast: blended with a grey image of the L image's mean, rounded.
-void adjust_contrast(Image& im, double f) {
-  double sum = 0;
-  for (std::size_t i = 0; i < im.pixels.size(); i += 3) sum += grey(&im.pixels[i]);
-  const int mean = static_cast<int>(sum / static_cast<double>(im.pixels.size() / 3) + 0.5);
-  for (auto& v : im.pixels) v = blend(mean, v, f);
-}
-
-// ImageEnhance.Color: blended with the image's own L.
-void adjust_saturation(Image& im, double f) {
-  for (std::size_t i = 0; i < im.pixels.size(); i += 3) {
-    const int g = grey(&im.pixels[i]);
-    for (int c = 0; c < 3; ++c) im.pixels[i + c] = blend(g, im.pixels[i + c], f);
-  }
-}
 
 // Pillow's rgb2hsv (h, s, v in 0-255) and hsv2rgb.
 std::array<int, 3> to_hsv(int r, int g, int b) {
@@ -169,9 +139,9 @@ void color_jitter(Image& image, double hsv_h, double hsv_s, double hsv_v, Rng& r
   const double b = factor(hsv_v), c = factor(hsv_v), s = factor(hsv_s);
   const double h = hsv_h > 0 ? rng.uniform(-hsv_h, hsv_h) : 0.0;
   for (int op : order) {
-    if (op == 0 && hsv_v > 0) adjust_brightness(image, b);
-    if (op == 1 && hsv_v > 0) adjust_contrast(image, c);
-    if (op == 2 && hsv_s > 0) adjust_saturation(image, s);
+    if (op == 0 && hsv_v > 0) pillow::brightness(image, b);
+    if (op == 1 && hsv_v > 0) pillow::contrast(image, c);
+    if (op == 2 && hsv_s > 0) pillow::color(image, s);
     if (op == 3 && hsv_h > 0) adjust_hue(image, h);
   }
 }
@@ -197,7 +167,11 @@ Image classify_augment(const Image& image, int size, const AugmentConfig& hyp, R
   Image out = resize_antialiased(crop(image, box), size, size);
   if (hyp.fliplr > 0 && rng.uniform() < hyp.fliplr) flip(out, true);
   if (hyp.flipud > 0 && rng.uniform() < hyp.flipud) flip(out, false);
-  color_jitter(out, hyp.hsv_h, hyp.hsv_s, hyp.hsv_v, rng);
+  if (hyp.rand_augment) {
+    rand_augment(out, rng);  // in place of the colour jitter (classify_augmentations' force_color_jitter False)
+  } else {
+    color_jitter(out, hyp.hsv_h, hyp.hsv_s, hyp.hsv_v, rng);
+  }
   random_erasing(out, hyp.erasing, rng);
   return out;
 }

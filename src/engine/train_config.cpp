@@ -157,8 +157,8 @@ const std::vector<Spec>& specs() {
        {"flip", "mixup"}},
       {"erasing", &C::erasing, "classification: random erasing probability", 0, 0.9},
       {"auto_augment", &C::auto_augment,
-       "classification: randaugment | augmix | autoaugment policy; none (the default here) is the only one "
-       "yolotrain has"},
+       "classification: randaugment (torchvision's, in place of the colour jitter) | none (the colour jitter); "
+       "augmix and autoaugment are not here"},
       {"dropout", &C::dropout, "classification: the Classify head's dropout probability", 0, 1},
       {"compile", &C::compile, "torch.compile's mode: libtorch has none, the step runs eagerly (cuda_graph= on CUDA)"},
       {"channels_last", &C::channels_last,
@@ -408,10 +408,10 @@ void TrainConfig::set(const std::string& key, const std::string& value) {
       spec->member);
   if (key == "task" && !task.empty() && task != "detect") use_task_defaults();
   refuse_unsupported(key, value, *this);
-  if (key == "auto_augment" && !auto_augment.empty()) {
-    throw ConfigError("auto_augment=" + value + ": yolotrain has no " + value + " (torchvision's policy over PIL's "
-                      "image operators, which it cannot yet reproduce faithfully); use auto_augment=None: the "
-                      "random resized crop, flips, colour jitter (hsv_h, hsv_s, hsv_v) and erasing still apply");
+  if (key == "auto_augment" && !auto_augment.empty() && auto_augment != "randaugment") {
+    throw ConfigError("auto_augment=" + value + ": yolotrain has randaugment (Ultralytics' default) and none, not " +
+                      value + " (torchvision's " + value + " policy is not reproduced here); use "
+                      "auto_augment=randaugment, or auto_augment=None for the colour jitter (hsv_h, hsv_s, hsv_v)");
   }
 }
 

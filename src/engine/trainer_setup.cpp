@@ -81,6 +81,7 @@ data::AugmentConfig augment_config(const TrainConfig& cfg) {
   a.copy_paste = cfg.copy_paste;
   a.copy_paste_mixup = cfg.copy_paste_mode == "mixup";
   a.erasing = cfg.erasing;
+  a.rand_augment = cfg.auto_augment == "randaugment";
   return a;
 }
 

@@ -84,8 +84,8 @@ TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch the
   CHECK(fs::exists(run / "weights" / "best.onnx"));
 }
 
-TEST_CASE("a classification model on box labels, a detection model on class folders, and auto_augment exit 2 "
-          "saying why",
+TEST_CASE("a classification model on box labels, a detection model on class folders, and auto_augment=augmix exit "
+          "2 saying why",
           "[integration][classify]") {
   yt::TempDir tmp;
   const yt::Finished boxes =
@@ -99,10 +99,11 @@ TEST_CASE("a classification model on box labels, a detection model on class fold
   CHECK_THAT(folders.output, Catch::Contains("is a classification dataset (a folder of class folders, no boxes), but "
                                              "the model is a detect model; give a -cls model"));
   const yt::Finished policy =
-      yt::run_to_end(cls_args(tmp / "c", {"model=yolo11n-cls.yaml", "auto_augment=randaugment"}), tmp / "c.txt");
+      yt::run_to_end(cls_args(tmp / "c", {"model=yolo11n-cls.yaml", "auto_augment=augmix"}), tmp / "c.txt");
   INFO(policy.output);
   CHECK(policy.code == 2);
-  CHECK_THAT(policy.output, Catch::Contains("auto_augment=randaugment: yolotrain has no randaugment"));
+  CHECK_THAT(policy.output, Catch::Contains("auto_augment=augmix: yolotrain has randaugment (Ultralytics' default) "
+                                            "and none, not augmix"));
 }
 
 TEST_CASE("task=classify trains the classification defaults, single_cls too", "[integration][classify]") {

@@ -36,6 +36,9 @@ struct AugmentConfig {
   /// Classification: the probability of random erasing (Ultralytics' `erasing`, torchvision's
   /// RandomErasing after the other transforms); detection ignores it.
   double erasing = 0.4;
+  /// Classification: torchvision's RandAugment in place of the colour jitter (Ultralytics'
+  /// auto_augment=randaugment, its default; rand_augment.hpp); detection ignores it.
+  bool rand_augment = false;
 };
 
 /// A box in pixels (corners) with its class, as augmentations carry them, and its outline when the

@@ -38,9 +38,11 @@ void color_jitter(Image& image, double hsv_h, double hsv_s, double hsv_v, Rng& r
 /// `p`, a rectangle of the image set to 0 (black, as erasing the normalised tensor does).
 void random_erasing(Image& image, double p, Rng& rng);
 
-/// Ultralytics' classification training transforms (classify_augmentations, auto_augment off):
+/// Ultralytics' classification training transforms (classify_augmentations):
 /// RandomResizedCrop(size, scale (1 - hyp.scale, 1), ratio (3/4, 4/3)), horizontal flip with
-/// hyp.fliplr, vertical with hyp.flipud, color_jitter(hyp.hsv_*), random_erasing(hyp.erasing).
+/// hyp.fliplr, vertical with hyp.flipud, then rand_augment() when hyp.rand_augment
+/// (auto_augment=randaugment, Ultralytics' default) or else color_jitter(hyp.hsv_*), then
+/// random_erasing(hyp.erasing).
 Image classify_augment(const Image& image, int size, const AugmentConfig& hyp, Rng& rng);
 
 /// Ultralytics' classification validation and predict transforms (classify_transforms): the

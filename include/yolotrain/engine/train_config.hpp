@@ -107,9 +107,10 @@ struct TrainConfig {
   std::string copy_paste_mode = "flip";
   /// Classification: random erasing's probability (Ultralytics' `erasing`).
   double erasing = 0.4;
-  /// Classification: Ultralytics' auto_augment policy (its default randaugment); yolotrain has none
-  /// of them yet and refuses a name when it is set (docs/engine.md "Classification"), so empty.
-  std::string auto_augment;
+  /// Classification: Ultralytics' auto_augment policy: "randaugment" (its default: torchvision's
+  /// RandAugment in place of the colour jitter) or empty (None: the colour jitter); augmix and
+  /// autoaugment are refused (docs/engine.md "Classification").
+  std::string auto_augment = "randaugment";
   /// Classification: the Classify head's Dropout probability (Ultralytics' `dropout`).
   double dropout = 0.0;
   // --- Ultralytics 8.4's arguments with no libtorch meaning or not here: accepted and said, or
