@@ -17,8 +17,10 @@
 # $FRESH_CACHE (default /var/tmp/yolotrain-fresh); every run unpacks it anew into $FRESH_ROOT
 # (default /var/tmp/yolotrain-fresh-root-<release>).
 # Repeat runs are faster through caches that cannot change the result: apt's downloaded .deb files
-# (apt checks each against the signed index) and ccache's directory (a hit is a byte-identical
-# compile of identical input) are bind-mounted from $FRESH_CACHE, one of each per release. FRESH_NO_CACHE=1 uses neither.
+# (apt checks each against the signed index), ccache's directory (a hit is a byte-identical
+# compile of identical input) and torch2_syntax_check.py's cache (its results keyed by each file's
+# preprocessed input) are bind-mounted from $FRESH_CACHE, one of each per release. FRESH_NO_CACHE=1 uses
+# none of them.
 # Exit status: the command's; 125 when no fresh root can be made here (.ci/run then runs the
 # commands directly, saying so).
 set -euo pipefail
@@ -106,9 +108,11 @@ setup_root() {
   # /dev with its submounts (pts, shm), as a slave: mounts made inside never reach the host's /dev.
   mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev" || return 1
   if [ -z "${FRESH_NO_CACHE:-}" ]; then
-    local apt=$cache/apt-archives-$release ccache=$cache/ccache-$release
-    mkdir -p "$apt/partial" "$ccache" || return 1
+    local apt=$cache/apt-archives-$release ccache=$cache/ccache-$release torch2=$cache/torch2-$release
+    mkdir -p "$apt/partial" "$ccache" "$torch2" || return 1
     bind "$apt" /var/cache/apt/archives && bind "$ccache" /var/cache/ccache || return 1
+    # torch2_syntax_check.py's headers and its results by preprocessed input (same input, same result).
+    bind "$torch2" /var/cache/yolotrain-torch2 || return 1
     # Keep the downloaded packages for the next run (a chroot-like root deletes them otherwise).
     rm -f "$root/etc/apt/apt.conf.d/docker-clean"
     echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/01keep-debs"
@@ -132,9 +136,12 @@ setup_root || { say "could not make the fresh root in $root" >&2; exit 125; }
 
 say "running in a new $release at HEAD $(git -C "$project" rev-parse --short HEAD): $cmd"
 start=$(date +%s)
+cache_env=()
+[ -n "${FRESH_NO_CACHE:-}" ] || cache_env=(YT_TORCH2_CACHE=/var/cache/yolotrain-torch2)
 set +e
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   LANG=C.UTF-8 CI=true CCACHE_DIR=/var/cache/ccache NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+  "${cache_env[@]}" \
   ${FRESH_CUDA_HEADERS:+CUDA_INCLUDE=/opt/cuda/include} /bin/bash -c "cd /srv/project && $cmd"
 rc=$?
 set -e

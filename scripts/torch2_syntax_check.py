@@ -11,12 +11,18 @@ otherwise the CPU paths only, and it says so. Debian's own CUDA headers (non-fre
 are a 934 MB download, too much for each CI run; nccl.h comes from libnccl-dev (114 MB) only when
 the toolkit lacks it.
 
-Usage: scripts/torch2_syntax_check.py [--jobs N] [--only SUBSTRING,...]
+Usage: scripts/torch2_syntax_check.py [--jobs N] [--only SUBSTRING,...] [--no-cache]
 Downloads into ~/.cache/yolotrain/torch2 (YT_TORCH2_CACHE) once; configures build-torch2-check/.
-About 8 s a file on one core: 210 files take ~15 min on 2 cores.
+About 8 s a file on one core: 210 files take ~15 min on 2 cores. Each file's result is kept in
+YT_TORCH2_CACHE/results under the SHA-256 of its preprocessed input (the compiler's -E output with
+its line markers), the command line and the compiler's version: an identical input gives an identical result, so only the
+files whose own text, headers or flags changed are compiled again (-E takes ~1 s a file); a cold
+cache, or --no-cache, checks everything. fresh-debian.sh keeps the cache beside its other caches.
 """
 import argparse
 import concurrent.futures as cf
+import functools
+import hashlib
 import json
 import os
 import shlex
@@ -64,7 +70,23 @@ def compile_commands(build: Path) -> list:
     return json.loads((build / "compile_commands.json").read_text())
 
 
-def check(entry: dict, headers: Path, cuda_include: str) -> tuple:
+@functools.lru_cache(maxsize=None)
+def compiler_version(compiler: str) -> bytes:
+    return subprocess.run([compiler, "--version"], capture_output=True).stdout
+
+
+def cached_result(cmd: list, cwd: str, results: Path):
+    """The result kept for this command's preprocessed input, and the file it is (to be) kept in."""
+    pre = subprocess.run([*cmd, "-E"], cwd=cwd, capture_output=True)
+    if pre.returncode != 0:  # a missing header: no key; the check itself says why
+        return None, None
+    key = hashlib.sha256(compiler_version(cmd[0]) + b"\0" + "\0".join(cmd).encode() + b"\0" +
+                         pre.stdout).hexdigest()
+    kept = results / f"{key}.json"
+    return (json.loads(kept.read_text()) if kept.exists() else None), kept
+
+
+def check(entry: dict, headers: Path, cuda_include: str, results) -> tuple:
     args, skip = [], False
     for a in shlex.split(entry["command"]):
         if skip or a == "-o":
@@ -77,15 +99,24 @@ def check(entry: dict, headers: Path, cuda_include: str) -> tuple:
         first += ["-isystem", cuda_include, "-DYOLOTRAIN_WITH_CUDA=1", "-DUSE_C10D_NCCL", "-DUSE_CUDA"]
     else:
         first += ["-DYOLOTRAIN_WITH_CUDA=0"]
-    r = subprocess.run([args[0], *first, *args[1:], "-fsyntax-only"], cwd=entry["directory"],
-                       capture_output=True, text=True)
-    return entry["file"], r.returncode, r.stderr
+    cmd = [args[0], *first, *args[1:]]
+    known, kept = cached_result(cmd, entry["directory"], results) if results else (None, None)
+    if known is not None:
+        return entry["file"], known["rc"], known["stderr"], True
+    r = subprocess.run([*cmd, "-fsyntax-only"], cwd=entry["directory"], capture_output=True, text=True)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_suffix(f".{os.getpid()}.part")
+        tmp.write_text(json.dumps({"file": entry["file"], "rc": r.returncode, "stderr": r.stderr}))
+        tmp.replace(kept)
+    return entry["file"], r.returncode, r.stderr, False
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--only", default="", help="check only files whose path holds one of these (comma-separated)")
+    ap.add_argument("--no-cache", action="store_true", help="compile every file, neither reading nor keeping results")
     a = ap.parse_args()
     cache = Path(os.environ.get("YT_TORCH2_CACHE", Path.home() / ".cache/yolotrain/torch2"))
     cuda_include = os.environ.get("CUDA_INCLUDE", "/usr/local/cuda/include")
@@ -103,15 +134,17 @@ def main() -> int:
     entries = compile_commands(ROOT / "build-torch2-check")
     if a.only:
         entries = [e for e in entries if any(s in e["file"] for s in a.only.split(","))]
-    failed = 0
+    failed = reused = 0
+    results = None if a.no_cache else cache / "results"
     with cf.ThreadPoolExecutor(a.jobs) as pool:
-        for path, rc, err in pool.map(lambda e: check(e, headers, cuda_include), entries):
+        for path, rc, err, hit in pool.map(lambda e: check(e, headers, cuda_include, results), entries):
+            reused += hit
             if rc:
                 failed += 1
                 print(f"FAILED {os.path.relpath(path, ROOT)}")
                 print("\n".join([l for l in err.splitlines() if "error" in l][:10]))
     print(f"{len(entries) - failed} passed, {failed} failed (-fsyntax-only against libtorch 2.x"
-          f"{' with CUDA' if cuda_include else ''})")
+          f"{' with CUDA' if cuda_include else ''}; {reused} of them unchanged since a kept result)")
     return 1 if failed else 0
 
 
