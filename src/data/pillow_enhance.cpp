@@ -70,7 +70,9 @@ void color(Image& image, double factor) {
 void sharpness(Image& image, double factor) {
   const Image degenerate = smooth(image);
   const auto alpha = static_cast<float>(factor);
-  for (std::size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = blend(degenerate.pixels[i], image.pixels[i], alpha);
+  for (std::size_t i = 0; i < image.pixels.size(); ++i) {
+    image.pixels[i] = blend(degenerate.pixels[i], image.pixels[i], alpha);
+  }
 }
 
 }  // namespace yolotrain::data::pillow
