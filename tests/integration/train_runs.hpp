@@ -1,12 +1,15 @@
 #pragma once
 // The yolo_train runs the integration tests compare: the arguments of a small run on the tiny
-// shapes set, its exported weights, and those of the uninterrupted run (computed once per process).
+// shapes set, its exported weights, and those of the uninterrupted run (trained once per build).
 #include "catch.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
+#include "yolotrain/lifecycle/files/sha256.hpp"
 
 namespace yolotrain::test {
 
@@ -41,14 +45,56 @@ inline std::string exported_weights(const fs::path& run_dir, const fs::path& out
   return slurp(fs::path(newest.front()).replace_extension(".safetensors"));
 }
 
-// The exported weights of an uninterrupted run (computed once).
+// What a yolo_train run here depends on besides its arguments: this test program (the datasets it
+// writes), yolo_train and the libraries of this build, each by size and modification time.
+inline std::string build_stamp() {
+  std::vector<std::string> parts;
+  const auto add = [&](const fs::path& p) {
+    parts.push_back(p.string() + " " + std::to_string(fs::file_size(p)) + " " +
+                    std::to_string(fs::last_write_time(p).time_since_epoch().count()));
+  };
+  add(fs::read_symlink("/proc/self/exe"));
+  add(YOLO_TRAIN_PATH);
+  for (const auto& e : fs::recursive_directory_iterator(YOLOTRAIN_BUILD_SRC_DIR)) {
+    if (e.is_regular_file() && e.path().filename().string().find(".so") != std::string::npos) add(e.path());
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string stamp;
+  for (const auto& p : parts) stamp += p + "\n";
+  return stamp;
+}
+
+// The exported weights of an uninterrupted run: trained once for the whole suite, not once per
+// test process. The first test to need them trains the run and keeps the weights in
+// YOLOTRAIN_TEST_CACHE_DIR under the SHA-256 of build_stamp() and the run's arguments (the same
+// program, libraries and arguments train the same bytes: that is what every test comparing with it
+// asserts); a rebuild or other arguments make another key, and the older files are removed.
 inline const std::string& baseline() {
-  static TempDir dir;
   static const std::string weights = [] {
+    std::string key = build_stamp();
+    for (const auto& a : train_args("/")) {
+      if (a.rfind("data=", 0) != 0 && a.rfind("project=", 0) != 0) key += a + "\n";  // not the temporary folders
+    }
+    const fs::path cache = YOLOTRAIN_TEST_CACHE_DIR;
+    const fs::path kept = cache / ("baseline-" + lifecycle::sha256_hex(key) + ".safetensors");
+    if (fs::exists(kept)) return slurp(kept);
+    TempDir dir;
     const Finished f = run_to_end(train_args(dir.path()), dir / "out.txt");
     INFO(f.output);
     REQUIRE(f.code == 0);
-    return exported_weights(dir / "run", dir / "export.txt");
+    const std::string trained = exported_weights(dir / "run", dir / "export.txt");
+    fs::create_directories(cache);
+    std::error_code ignored;
+    for (const auto& e : fs::directory_iterator(cache)) {  // an older build's (not a .part being written)
+      const fs::path& p = e.path();
+      if (p != kept && p.extension() == ".safetensors" && p.filename().string().rfind("baseline-", 0) == 0) {
+        fs::remove(p, ignored);
+      }
+    }
+    const fs::path part = kept.string() + "." + std::to_string(getpid()) + ".part";
+    std::ofstream(part, std::ios::binary) << trained;
+    fs::rename(part, kept, ignored);  // whole or not at all: another test may be reading or writing it too
+    return trained;
   }();
   return weights;
 }
