@@ -143,17 +143,19 @@ TEST_CASE("task=segment trains the seg defaults, and a seg model on box labels e
 }
 
 // What a user of the demo sees: the loss falls and the masks are learned. Speed and the demo's
-// full figure live in docs/engine.md; this is a shorter run on the same set.
+// full figure live in docs/engine.md; this is a shorter run on the same set. Measured here
+// (2026-12-07, seed 0): mask mAP50 0 until epoch 5, 0.129 at 7, 0.408 at 10 (12 epochs: 0.491);
+// box / seg / cls loss at epoch 10: 0.36 / 0.24 / 0.39 of epoch 1's.
 TEST_CASE("yolo_train learns segmentation on the built-in shapes-seg set", "[integration][segment]") {
   yt::TempDir tmp;
   const yt::Finished f =
-      yt::run_to_end({YOLO_TRAIN_PATH, "model=yolov8n-seg.yaml", "data=shapes-seg", "imgsz=96", "epochs=12", "batch=16",
+      yt::run_to_end({YOLO_TRAIN_PATH, "model=yolov8n-seg.yaml", "data=shapes-seg", "imgsz=96", "epochs=10", "batch=16",
                       "threads=2", "workers=2", "project=" + tmp.path().string(), "name=seg", "verbose=false"},
                      tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
   const yt::Csv csv = yt::read_results(tmp / "seg" / "results.csv");
-  REQUIRE(csv.rows.size() == 12);
+  REQUIRE(csv.rows.size() == 10);
   double best_mask_map50 = 0;
   for (std::size_t r = 0; r < csv.rows.size(); ++r) {
     best_mask_map50 = std::max(best_mask_map50, csv.at(r, "metrics/mAP50(M)"));
@@ -161,6 +163,6 @@ TEST_CASE("yolo_train learns segmentation on the built-in shapes-seg set", "[int
   CHECK(best_mask_map50 >= 0.1);
   for (const char* loss : {"train/box_loss", "train/seg_loss", "train/cls_loss"}) {
     CAPTURE(loss);
-    CHECK(csv.at(11, loss) < 0.7 * csv.at(0, loss));
+    CHECK(csv.at(9, loss) < 0.7 * csv.at(0, loss));
   }
 }

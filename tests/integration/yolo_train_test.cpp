@@ -638,14 +638,15 @@ TEST_CASE("yolo_train trains on coco8 end to end", "[integration]") {
   CHECK_THAT(val.output, Catch::Contains("                   all          4         17"));
 }
 
-// The curve this checks (yolo_train data=shapes imgsz=96 epochs=15 batch=16, 2 threads, seed 0;
-// the plainer set of issue 13), measured here: mAP50 0 until epoch 5, 0.027 at 6, 0.263 at 8,
-// 0.376 at 10, 0.472 at 15; box / cls / dfl loss 6.79 / 4.78 / 4.26 at epoch 1 -> 1.99 / 1.63 /
-// 1.52 at epoch 15 (0.29-0.36 of the first). The thresholds leave a margin of about 2x on the
-// mAP and on the fall of the losses. ~1 minute.
+// The curve this checks (yolo_train data=shapes imgsz=96 epochs=12 batch=16, 2 threads, seed 0;
+// the plainer set of issue 13), measured here with 8.4's warm-up (2026-12-07): mAP50 0 until
+// epoch 5, 0.109 at 7, 0.357 at 9, 0.471 at 12 (15 epochs reached 0.478: the 3 more added
+// nothing the assertions need); box / cls / dfl loss 6.80 / 4.76 / 4.23 at epoch 1 -> 2.16 / 1.71
+// / 1.62 at epoch 12 (0.32-0.38 of the first). The thresholds leave a margin of about 2x on the
+// mAP and 1.6x on the fall of the losses. ~1 minute.
 TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
   yt::TempDir tmp;
-  const Finished f = run_to_end({YOLO_TRAIN_PATH, "data=shapes", "imgsz=96", "epochs=15", "batch=16", "threads=2",
+  const Finished f = run_to_end({YOLO_TRAIN_PATH, "data=shapes", "imgsz=96", "epochs=12", "batch=16", "threads=2",
                                  "workers=2", "project=" + tmp.path().string(), "name=shapes", "verbose=false"},
                                 tmp / "out.txt");
   INFO(f.output);
@@ -660,7 +661,7 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
     for (std::string cell; std::getline(cells, cell, ',');) row.push_back(std::stod(cell));
     rows.push_back(row);
   }
-  REQUIRE(rows.size() == 15);
+  REQUIRE(rows.size() == 12);
   double best_map50 = 0;
   for (const auto& r : rows) best_map50 = std::max(best_map50, r[6]);  // metrics/mAP50(B)
   CHECK(best_map50 >= 0.25);
