@@ -31,6 +31,9 @@ struct Options {
   /// After this step, status.json is written and the loop waits for any request (a signal) before
   /// going on: a test aims its signal at a state the run holds, never racing it. -1: none.
   std::int64_t hold_at_step = -1;
+  /// The first pause holds at this phase (lifecycle::PausePhase's name) until DIR/release-<phase>
+  /// exists: the fault-injection point of the job-control tests. "": none.
+  std::string hold_at_phase;
   std::string pause_release = "cache";  ///< cache | offload | exit
   std::string device = "cpu";           ///< cpu | cuda
   std::int64_t fc_width = 0;  ///< width of an extra hidden layer (0: none); makes checkpoints big

@@ -2,12 +2,14 @@
 // Exit codes: 0 completed, 130/143 stopped by SIGINT/SIGTERM (checkpoint written), 75 stopped to
 // be resumed (--pause-release exit), 1 runtime error, 2 usage error.
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "custom_loop.hpp"
 #include "yolotrain/lifecycle/memory/cuda_guard.hpp"
@@ -25,7 +27,9 @@ constexpr const char* kUsage =
     "SIGHUP checkpoint now, Ctrl+Z pause and suspend (fg resumes).\n"
     "--control HOST:PORT: the same over HTTP (POST /v1/pause, /v1/resume, /v1/stop, /v1/checkpoint;\n"
     "GET /v1/status, /metrics); a stop over HTTP exits 75. Off 127.0.0.1 it needs --control-token-file.\n"
-    "--hold-at-step N: after step N, wait for a signal before going on (to aim one at a known step).\n";
+    "--hold-at-step N: after step N, wait for a signal before going on (to aim one at a known step).\n"
+    "--hold-at-phase P: at the first pause's phase P (before-checkpoint, after-checkpoint, after-release,\n"
+    "before-self-stop, after-continue) print 'held at P' and wait until the file DIR/release-P exists.\n";
 
 std::int64_t parse_int(const std::string& flag, const std::string& value) {
   std::size_t used = 0;
@@ -55,6 +59,28 @@ double parse_double(const std::string& flag, const std::string& value) {
   return v;
 }
 
+bool phase_named(const std::string& name) {
+  namespace lc = yolotrain::lifecycle;
+  for (auto p : {lc::PausePhase::BeforeCheckpoint, lc::PausePhase::AfterCheckpoint, lc::PausePhase::AfterRelease,
+                 lc::PausePhase::BeforeSelfStop, lc::PausePhase::AfterContinue}) {
+    if (name == lc::to_string(p)) return true;
+  }
+  return false;
+}
+
+// --hold-at-phase: the fault-injection point of the pause sequence tests (a test sends its signal
+// while the run is held there, then creates the release file).
+void hold_at_phase(yolotrain::lifecycle::ControlToken& token, const custom_loop::Options& o) {
+  if (o.hold_at_phase.empty()) return;
+  token.set_phase_hook([name = o.hold_at_phase, dir = o.dir, held = false](auto phase) mutable {
+    if (held || name != yolotrain::lifecycle::to_string(phase)) return;
+    held = true;
+    std::cout << "held at " << name << std::endl;
+    const std::filesystem::path release = dir / ("release-" + name);
+    while (!std::filesystem::exists(release)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+}
+
 custom_loop::Options parse(int argc, char** argv) {
   custom_loop::Options o;
   using Setter = std::function<void(const std::string&, const std::string&)>;
@@ -67,6 +93,7 @@ custom_loop::Options parse(int argc, char** argv) {
       {"--save-interval-s", [&](auto& f, auto& v) { o.save_interval_s = parse_double(f, v); }},
       {"--step-delay-ms", [&](auto& f, auto& v) { o.step_delay_ms = static_cast<int>(parse_int(f, v)); }},
       {"--hold-at-step", [&](auto& f, auto& v) { o.hold_at_step = parse_int(f, v); }},
+      {"--hold-at-phase", [&](auto&, auto& v) { o.hold_at_phase = v; }},
       {"--pause-release", [&](auto&, auto& v) { o.pause_release = v; }},
       {"--device", [&](auto&, auto& v) { o.device = v; }},
       {"--fc-width", [&](auto& f, auto& v) { o.fc_width = parse_int(f, v); }},
@@ -94,6 +121,10 @@ custom_loop::Options parse(int argc, char** argv) {
   if (o.save_every_steps < 0 || o.step_delay_ms < 0 || o.fc_width < 0 || o.threads < 0) {
     throw custom_loop::UsageError("--save-every-steps, --step-delay-ms, --fc-width and --threads must be >= 0");
   }
+  if (!o.hold_at_phase.empty() && !phase_named(o.hold_at_phase)) {
+    throw custom_loop::UsageError("--hold-at-phase must be before-checkpoint, after-checkpoint, after-release, "
+                                  "before-self-stop or after-continue, not '" + o.hold_at_phase + "'");
+  }
   std::error_code ec;
   if (std::filesystem::exists(o.dir, ec) && !std::filesystem::is_directory(o.dir, ec)) {
     throw custom_loop::UsageError("--dir " + o.dir.string() + " is a file, not a folder; pick another path");
@@ -115,6 +146,7 @@ int main(int argc, char** argv) {
     const custom_loop::Options options = parse(argc, argv);
     lc::ControlToken token;
     lc::SignalBinding signals(token);
+    hold_at_phase(token, options);
     lc::CudaGuard guard;
     const custom_loop::Result r = custom_loop::train(options, token, std::cout);
     signals.ignore_from_now();  // a late signal must not turn the exit status into "killed"

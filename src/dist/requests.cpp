@@ -82,8 +82,9 @@ AgreedRequests apply_agreed(std::uint32_t agreed, lifecycle::ControlToken& token
   } else if (group_paused) {
     if (a.resume) token.request_resume();
   } else {
-    if (a.suspend && !token.suspend_requested()) token.request_suspend();
-    else if (a.pause && !token.pause_requested()) token.request_pause();
+    // An agreed suspend pauses this rank; it stops itself only for its own suspend signal, which
+    // a SIGCONT sent to it discards: a suspend agreed later cannot stop it after its continue.
+    if ((a.pause || a.suspend) && !token.pause_requested()) token.request_pause();
     if (a.checkpoint) token.take_checkpoint_request();
   }
   return a;
@@ -95,7 +96,7 @@ AgreedRequests agree_requests(ProcessGroup& group, lifecycle::ControlToken& toke
 
 AgreedRequests wait_while_paused(ProcessGroup& group, lifecycle::ControlToken& token,
                                  std::chrono::milliseconds poll) {
-  token.wait_while_paused(std::chrono::milliseconds(0));  // SIGSTOP first when a suspend was agreed
+  token.wait_while_paused(std::chrono::milliseconds(0));  // stops here for this rank's own suspend signal
   for (;;) {
     token.wait_while_paused(poll);  // sleeps; a local resume or stop wakes it at once
     const AgreedRequests a = agree_requests(group, token, /*group_paused=*/true);

@@ -20,6 +20,7 @@
 #include "yolotrain/endpoint/bearer_token.hpp"
 #include "yolotrain/endpoint/listen_address.hpp"
 #include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/control/job_control.hpp"
 
 namespace yolotrain::engine {
 namespace {
@@ -585,6 +586,11 @@ lifecycle::SignalMapping TrainConfig::signal_mapping() const {
       const int signo = signal_number(key, name);
       if (signo == SIGKILL || signo == SIGSTOP)
         throw ConfigError("argument '" + key + "': " + name + " cannot be caught");
+      if (action == SignalAction::Suspend && !lifecycle::job_control::can_suspend(signo)) {
+        throw ConfigError("argument '" + key + "': " + name +
+                          " cannot suspend: only SIGTSTP, SIGTTIN and SIGTTOU can (their default action stops the "
+                          "process, and the kernel keeps them in order with SIGCONT); use signal_pause for others");
+      }
       if (!mapping.emplace(signo, action).second) {
         throw ConfigError("argument '" + key + "': " + name +
                           " is already given another meaning by another signal_ argument");

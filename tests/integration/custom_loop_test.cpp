@@ -213,12 +213,7 @@ TEST_CASE("Ctrl+Z pauses and suspends and SIGCONT (fg) resumes", "[integration]"
   yt::Child child = yt::spawn(args(dir, {"--hold-at-step", "10"}), tmp / "out.txt");
   REQUIRE(yt::wait_until([&] { return reached_step(dir, 10); }, 60s));  // held there until the signal
   kill(child.pid, SIGTSTP);
-  auto process_state = [&] {
-    const std::string stat = yt::slurp("/proc/" + std::to_string(child.pid) + "/stat");
-    const auto close = stat.rfind(')');
-    return close == std::string::npos ? '?' : stat[close + 2];
-  };
-  REQUIRE(yt::wait_until([&] { return process_state() == 'T'; }, 30s));  // stopped, as a shell's ^Z
+  REQUIRE(yt::wait_until([&] { return yt::process_state(child.pid) == 'T'; }, 30s));  // stopped, as a shell's ^Z
   CHECK(in_state(dir, "paused"));
   kill(child.pid, SIGCONT);
   check_completes_identically(child, tmp / "out.txt");

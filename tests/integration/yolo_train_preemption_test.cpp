@@ -205,17 +205,6 @@ TEST_CASE("preemption=auto: a DMI folder naming no cloud connects nowhere, a clo
   }
 }
 
-namespace {
-
-// The process's state letter in /proc/PID/stat ('T': stopped), or 0 once it is gone.
-char process_state(pid_t pid) {
-  const std::string stat = yt::slurp("/proc/" + std::to_string(pid) + "/stat");
-  const auto close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
-}
-
-}  // namespace
-
 // Slurm's PreemptMode=SUSPEND sends SIGTSTP, SIGSTOP about two seconds later, then SIGCONT. With
 // yolotrain's default suspend the run pauses (checkpoint, memory released) and stops itself first;
 // with signal_suspend= (docs/dist.md "Slurm", for steps longer than Slurm's two seconds) SIGTSTP
@@ -231,7 +220,7 @@ TEST_CASE("Slurm's suspend (SIGTSTP, SIGSTOP, later SIGCONT) leaves the run cons
       yt::Child child = yt::spawn(yt::train_args(tmp.path(), extra), tmp / "out.txt");
       REQUIRE(yt::wait_for_step(dir, 2));
       ::kill(child.pid, SIGTSTP);
-      REQUIRE(yt::wait_until([&] { return process_state(child.pid) == 'T'; }, 120s));
+      REQUIRE(yt::wait_until([&] { return yt::process_state(child.pid) == 'T'; }, 120s));
       if (how == "the pause reached") CHECK(yt::status_of(dir)["state"] == "paused");
       ::kill(child.pid, SIGSTOP);  // Slurm's, two seconds after its SIGTSTP
       ::kill(child.pid, SIGCONT);  // the job is resumed

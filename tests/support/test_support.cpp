@@ -157,6 +157,12 @@ double cpu_seconds(pid_t pid) {
 
 bool process_group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
 
+char process_state(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
 int free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

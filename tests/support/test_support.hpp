@@ -93,6 +93,8 @@ double cpu_seconds(pid_t pid);
 
 /// True when some process is still in process group `pgid`.
 bool process_group_alive(pid_t pgid);
+/// The process's state letter in /proc/PID/stat ('T': stopped, 'S': sleeping), or 0 once it is gone.
+char process_state(pid_t pid);
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
 int free_port();

@@ -42,7 +42,7 @@ AgreedRequests decode_bits(std::uint32_t bits);
 
 /// Decodes the agreed word and makes `token` show it, so that the rest of the loop (and the
 /// exit code) sees the same thing on every rank: a stop with the agreed reason
-/// (ControlToken::adopt_stop), a pause or suspend, a resume (with `group_paused`), and an agreed
+/// (ControlToken::adopt_stop), a pause (for a suspend too), a resume (with `group_paused`), and an agreed
 /// checkpoint request taken off the token (the caller writes it because AgreedRequests says so).
 AgreedRequests apply_agreed(std::uint32_t agreed, lifecycle::ControlToken& token, bool group_paused = false);
 
@@ -54,8 +54,10 @@ AgreedRequests agree_requests(ProcessGroup& group, lifecycle::ControlToken& toke
 /// the loop checkpointed and released memory), blocks until the group agrees to resume or to
 /// stop, then returns that agreement. Each rank sleeps on its token between rounds (no spinning;
 /// woken at once by a local request) and the ranks agree every `poll`; a resume or stop sent to
-/// any one rank ends the pause on all. With `suspend` agreed, each rank first stops itself with
-/// SIGSTOP, as ControlToken does (a terminal's Ctrl+Z stops torchrun and every worker alike).
+/// any one rank ends the pause on all. A rank whose own suspend signal is pending (a terminal's
+/// Ctrl+Z reaches torchrun and every worker alike) first lets it stop the process, as
+/// ControlToken does; an agreed suspend alone only pauses a rank (apply_agreed), so that a
+/// SIGCONT sent to a rank is never undone by a suspend agreed after it.
 AgreedRequests wait_while_paused(ProcessGroup& group, lifecycle::ControlToken& token,
                                  std::chrono::milliseconds poll = std::chrono::milliseconds(200));
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/control/job_control.hpp"
 
 namespace yolotrain::lifecycle {
 
@@ -18,6 +19,17 @@ const char* to_string(StopReason reason) noexcept {
     case StopReason::Api: return "api";
     case StopReason::Remote: return "remote";
     case StopReason::Preemption: return "preemption";
+  }
+  return "unknown";
+}
+
+const char* to_string(PausePhase phase) noexcept {
+  switch (phase) {
+    case PausePhase::BeforeCheckpoint: return "before-checkpoint";
+    case PausePhase::AfterCheckpoint: return "after-checkpoint";
+    case PausePhase::AfterRelease: return "after-release";
+    case PausePhase::BeforeSelfStop: return "before-self-stop";
+    case PausePhase::AfterContinue: return "after-continue";
   }
   return "unknown";
 }
@@ -49,6 +61,7 @@ void ControlToken::request_stop(StopReason reason, int signo, bool force) noexce
   }
   if (force) force_.store(true, std::memory_order_release);
   wake();
+  if (suspend_signals() != 0) job_control::flush();  // a stop outranks a suspend that came before it
 }
 
 void ControlToken::adopt_stop(StopReason reason, int signo, bool force) noexcept {
@@ -60,6 +73,7 @@ void ControlToken::adopt_stop(StopReason reason, int signo, bool force) noexcept
   stop_code_.store(code, std::memory_order_release);
   if (force) force_.store(true, std::memory_order_release);
   wake();
+  if (suspend_signals() != 0) job_control::flush();
 }
 
 void ControlToken::request_pause() noexcept {
@@ -68,15 +82,23 @@ void ControlToken::request_pause() noexcept {
 }
 
 void ControlToken::request_suspend() noexcept {
-  suspend_.store(true, std::memory_order_release);
-  request_pause();
+  const std::uint64_t set = suspend_signals();
+  if (set == 0) return request_pause();
+  job_control::raise_first(set);  // held by the kernel like the sender's: a later SIGCONT discards it
+  wake();
 }
 
 void ControlToken::request_resume() noexcept {
-  suspend_.store(false, std::memory_order_release);
+  note_continued();
+  if (suspend_signals() != 0) job_control::flush();  // discards a pending suspend
+}
+
+void ControlToken::note_continued() noexcept {
   paused_.store(false, std::memory_order_release);
   wake();
 }
+
+bool ControlToken::suspend_requested() const noexcept { return job_control::pending(suspend_signals()); }
 
 void ControlToken::request_checkpoint() noexcept {
   checkpoint_.fetch_add(1, std::memory_order_acq_rel);
@@ -114,10 +136,12 @@ bool ControlToken::sem_wait_until(std::int64_t deadline_ns) {
 }
 
 bool ControlToken::wait_while_paused(std::optional<std::chrono::milliseconds> timeout) {
-  if (suspend_.exchange(false, std::memory_order_acq_rel) && pause_requested() &&
-      !stop_requested()) {
-    kill(getpid(), SIGSTOP);  // `fg` sends SIGCONT, which (by default) resumes the token
-  }
+  const std::uint64_t suspend = suspend_signals();
+  if (suspend != 0) reached(PausePhase::BeforeSelfStop);
+  // From here until the end of the wait a pending suspend signal stops the process (the kernel
+  // does, only if no SIGCONT came after it), and a new one stops it on arrival.
+  job_control::StopWindow window(suspend);
+  if (suspend != 0) reached(PausePhase::AfterContinue);
   const std::int64_t deadline =
       timeout ? monotonic_ns() + static_cast<std::int64_t>(timeout->count()) * 1000000LL : 0;
   waiters_.fetch_add(1, std::memory_order_acq_rel);
@@ -148,7 +172,6 @@ void ControlToken::reset() noexcept {
   stop_time_ns_.store(0);
   force_.store(false);
   paused_.store(false);
-  suspend_.store(false);
   checkpoint_.store(0);
   while (sem_trywait(&sem_) == 0) {
   }

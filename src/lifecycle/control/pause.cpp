@@ -27,11 +27,14 @@ PauseEnd pause_run(ControlToken& token, RunStatus& status, PauseRelease release,
   };
   status.note_request("pause");
   set_state(RunState::Pausing);
+  token.reached(PausePhase::BeforeCheckpoint);
   steps.checkpoint();
+  token.reached(PausePhase::AfterCheckpoint);
   if (release == PauseRelease::Exit) return PauseEnd::Exit;
   if (release == PauseRelease::Offload && steps.offload) steps.offload(true);
   cuda_release_cached();
   release_freed_host_memory();
+  token.reached(PausePhase::AfterRelease);
   say("paused at step " + std::to_string(step) + " (" + describe(cuda_memory()) + ")");
   set_state(RunState::Paused);
   bool stopped = false;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "yolotrain/error.hpp"
+#include "yolotrain/lifecycle/control/job_control.hpp"
 
 namespace yolotrain::lifecycle {
 namespace {
@@ -35,7 +36,10 @@ void handle_signal(int signo) {
         break;
       case SignalAction::Pause: token->request_pause(); break;
       case SignalAction::Suspend: token->request_suspend(); break;
-      case SignalAction::Resume: token->request_resume(); break;
+      case SignalAction::Resume:  // SIGCONT itself has discarded a pending suspend; the others do it
+        if (signo == SIGCONT) token->note_continued();
+        else token->request_resume();
+        break;
       case SignalAction::Checkpoint: token->request_checkpoint(); break;
       case SignalAction::Ignore: break;
     }
@@ -60,17 +64,29 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
     throw Error("SignalBinding: another SignalBinding is alive in this process; destroy it first");
   }
   g_force_after_ns.store(static_cast<std::int64_t>(options.force_exit_after.count()) * 1000000LL);
-  sigset_t unblock;
+  sigset_t unblock, handled;
   sigemptyset(&unblock);
+  sigemptyset(&handled);
+  for (const auto& [signo, action] : options.mapping) {
+    if (signo > 0 && signo < kMaxSignal && signo != SIGKILL && signo != SIGSTOP) sigaddset(&handled, signo);
+  }
   try {
     for (const auto& [signo, action] : options.mapping) {
       if (signo <= 0 || signo >= kMaxSignal || signo == SIGKILL || signo == SIGSTOP) {
         throw Error("SignalBinding: signal " + std::to_string(signo) + " cannot be handled");
       }
+      if (action == SignalAction::Suspend && !job_control::can_suspend(signo)) {
+        throw Error("SignalBinding: signal " + std::to_string(signo) +
+                    " cannot suspend: only SIGTSTP, SIGTTIN and SIGTTOU can (their default action stops the "
+                    "process, which the kernel keeps in order with SIGCONT)");
+      }
       g_actions[signo].store(static_cast<int>(action));
       struct sigaction sa {};
-      sa.sa_handler = handle_signal;
-      sigemptyset(&sa.sa_mask);
+      // A suspend signal keeps its default action (stop) and stays blocked: pending, it is the request.
+      sa.sa_handler = action == SignalAction::Suspend ? SIG_DFL : handle_signal;
+      // No handler interrupts another: with several pending, the kernel would otherwise set up a
+      // frame for each at once and run the last (highest numbered) first.
+      sa.sa_mask = handled;
       sa.sa_flags = SA_RESTART;
       Saved saved{signo, {}};
       if (sigaction(signo, &sa, &saved.previous) != 0) {
@@ -78,17 +94,27 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
                     ") failed: " + std::strerror(errno));
       }
       saved_.push_back(saved);
-      sigaddset(&unblock, signo);
+      if (action == SignalAction::Suspend) suspend_signals_ |= job_control::bit(signo);
+      else sigaddset(&unblock, signo), handled_signals_ |= job_control::bit(signo);
     }
   } catch (...) {
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) sigaction(it->signo, &it->previous, nullptr);
     g_token.store(nullptr);
     throw;
   }
-  pthread_sigmask(SIG_UNBLOCK, &unblock, &previous_mask_);
+  // Every thread blocks them all, then this one takes the handled ones: the handlers run on one
+  // thread, one after the other, in the kernel's order (lowest number first); the suspend signals stay
+  // pending, held by the kernel for the token.
+  pthread_sigmask(SIG_SETMASK, nullptr, &previous_mask_);
+  job_control::block_in_every_thread(handled_signals_ | suspend_signals_);
+  pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
+  token.set_suspend_signals(suspend_signals_);
 }
 
 SignalBinding::~SignalBinding() {
+  ControlToken* token = g_token.load();
+  if (token != nullptr) token->set_suspend_signals(0);
+  job_control::discard(suspend_signals_);  // a suspend left pending must not stop the process once unblocked
   if (!ignoring_) {
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) sigaction(it->signo, &it->previous, nullptr);
   }

@@ -1,4 +1,5 @@
 #include "yolotrain/dist/requests.hpp"
+#include "yolotrain/lifecycle/control/signal_binding.hpp"
 
 #include "catch.hpp"
 
@@ -76,8 +77,10 @@ TEST_CASE("requests: apply_agreed makes every token show the agreed stop", "[dis
 
 TEST_CASE("requests: pause suspend and checkpoint are agreed and applied", "[dist]") {
   ControlToken pausing, suspending, saving, quiet;
+  yolotrain::lifecycle::SignalBinding binding(suspending);  // SIGTSTP: kept blocked, pending = a suspend
+  raise(SIGTSTP);                                            // this thread's, as a terminal's Ctrl+Z
+  REQUIRE(suspending.suspend_requested());
   pausing.request_pause();
-  suspending.request_suspend();
   saving.request_checkpoint();
   auto a = decode_bits(max_of({lifecycle_bits(pausing), lifecycle_bits(suspending), lifecycle_bits(quiet)}));
   CHECK(a.pause);
@@ -90,10 +93,10 @@ TEST_CASE("requests: pause suspend and checkpoint are agreed and applied", "[dis
   a = apply_agreed(lifecycle_bits(pausing), quiet);
   CHECK(quiet.pause_requested());
   CHECK_FALSE(quiet.suspend_requested());
-  ControlToken other;
+  ControlToken other;  // another rank: the agreed suspend pauses it; it stops only for its own signal
   apply_agreed(lifecycle_bits(suspending), other);
   CHECK(other.pause_requested());
-  CHECK(other.suspend_requested());
+  CHECK_FALSE(other.suspend_requested());
 }
 
 TEST_CASE("requests: a checkpoint that loses to a pause stays pending", "[dist]") {

@@ -12,7 +12,9 @@ namespace yolotrain::lifecycle {
 enum class SignalAction {
   Stop,        ///< graceful stop with a checkpoint (a second one >= 1 s later forces _exit(128+signo))
   Pause,       ///< pause at the next safe point
-  Suspend,     ///< pause, release memory, then SIGSTOP the process so `fg` resumes it (Ctrl+Z)
+  Suspend,     ///< pause, release memory, then stop the process so `fg` resumes it (Ctrl+Z); only for
+               ///< SIGTSTP, SIGTTIN, SIGTTOU, which keep their default action and stay blocked
+               ///< (job_control.hpp)
   Resume,      ///< end a pause
   Checkpoint,  ///< write a checkpoint now and continue
   Ignore,      ///< do nothing (the signal is caught so its default action does not run)
@@ -34,8 +36,15 @@ struct SignalBindingOptions {
 };
 
 /// RAII: while alive, the mapped signals only set requests on `token` (their handlers touch
-/// nothing else, so they are async-signal-safe and correct on any thread that receives them).
-/// The destructor restores the previous handlers and the calling thread's signal mask.
+/// nothing else, so they are async-signal-safe). They are blocked in every other thread of the
+/// process, those started before the binding included (job_control::block_in_every_thread()), so
+/// the handlers run on the calling thread only, one at a time, in the kernel's order (signals
+/// pending together: the lowest number first): a SIGUSR1 and a SIGCONT that reach a stopped
+/// process are taken pause first, then resume. Keep the binding on a thread that lives as long
+/// as it. The suspend signals are not handled: blocked everywhere, the token reads them as
+/// pending (job_control.hpp).
+/// The destructor discards a pending suspend signal, then restores the previous handlers and the
+/// calling thread's signal mask.
 /// One binding may be alive at a time in a process; creating a second throws yolotrain::Error.
 class SignalBinding {
  public:
@@ -60,6 +69,8 @@ class SignalBinding {
     struct sigaction previous;
   };
   std::vector<Saved> saved_;
+  std::uint64_t suspend_signals_ = 0;  // job_control::bit()s of the signals mapped to Suspend
+  std::uint64_t handled_signals_ = 0;  // and of the others
   sigset_t previous_mask_{};
   bool ignoring_ = false;
 };
