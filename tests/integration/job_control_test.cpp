@@ -1,4 +1,4 @@
-// Job control without a hang (docs/engine.md "Suspend: the order of job-control signals"): every
+// Job control without a hang (docs/lifecycle.md "Suspend: the order of job-control signals"): every
 // signal a scheduler, a shell or a person sends, at every phase of the suspend sequence, and a
 // storm of suspends and continues. Real processes, real signals; each cell holds the run at its
 // phase (custom_loop --hold-at-phase, the lifecycle core's fault-injection point), sends its signal
@@ -79,7 +79,7 @@ struct Cell {
 
 const char* name_of(int signo) { return sigabbrev_np(signo); }
 
-// The table of docs/engine.md: what each (phase, signal) does after a SIGTSTP.
+// The table of docs/lifecycle.md: what each (phase, signal) does after a SIGTSTP.
 std::vector<Cell> cells_at(const std::string& phase) {
   const char* p = nullptr;
   for (const char* known : {"before-checkpoint", "after-checkpoint", "after-release", "before-self-stop",
@@ -222,8 +222,12 @@ TEST_CASE("job control: a storm of SIGTSTP/SIGCONT and SIGTSTP/SIGSTOP/SIGCONT l
   yt::Child child = yt::spawn(yt::train_args(tmp.path(), {"epochs=6"}), tmp / "out.txt");
   REQUIRE(yt::wait_for_step(dir, 2));
   std::mt19937 random(20261207);
-  std::uniform_int_distribution<int> gap_us(0, 20000), kind(0, 2);
-  const auto pause = [&] { std::this_thread::sleep_for(std::chrono::microseconds(gap_us(random))); };
+  // Gaps of 0-20 ms (a SIGCONT that beats the run to its safe point) and, one in four, 50-400 ms
+  // (the pause sequence under way, or the process already stopped by itself or by SIGSTOP).
+  std::uniform_int_distribution<int> short_us(0, 20000), long_us(50000, 400000), kind(0, 2), coin(0, 3);
+  const auto pause = [&] {
+    std::this_thread::sleep_for(std::chrono::microseconds(coin(random) == 0 ? long_us(random) : short_us(random)));
+  };
   for (int round = 0; round < 60; ++round) {
     kill(child.pid, SIGTSTP);
     if (kind(random) != 0) pause();

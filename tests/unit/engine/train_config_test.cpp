@@ -122,6 +122,12 @@ TEST_CASE("signal arguments build the signal mapping", "[engine]") {
   CHECK_THROWS_WITH(TrainConfig::from_args({"signal_pause=SIGTERM"}), Contains("already given another meaning"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"signal_stop=SIGKILL"}), Contains("cannot be caught"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"signal_stop=SIGNOPE"}), Contains("not a signal name"));
+  // A suspend is a signal the kernel itself can stop the process with (docs/lifecycle.md).
+  CHECK(TrainConfig::from_args({"signal_suspend=SIGTSTP,SIGTTIN"}).signal_mapping().at(SIGTTIN) ==
+        SignalAction::Suspend);
+  CHECK_THROWS_WITH(TrainConfig::from_args({"signal_pause=", "signal_suspend=SIGUSR1"}),
+                    Contains("SIGUSR1 cannot suspend: only SIGTSTP, SIGTTIN and SIGTTOU") &&
+                        Contains("use signal_pause"));
 }
 
 TEST_CASE("deadlines accept durations and clock times", "[engine]") {

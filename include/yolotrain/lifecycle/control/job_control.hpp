@@ -4,7 +4,7 @@
 
 namespace yolotrain::lifecycle::job_control {
 
-/// Job control without a race (docs/engine.md "Suspend: the order of job-control signals").
+/// Job control without a race (docs/lifecycle.md "Suspend: the order of job-control signals").
 ///
 /// A suspend (Ctrl+Z, `kill -TSTP`) must checkpoint and release memory before the process stops,
 /// and a SIGCONT sent at any moment after the SIGTSTP must leave the run going. A flag set by a
