@@ -219,7 +219,7 @@ TEST_CASE("job control: a storm of SIGTSTP/SIGCONT and SIGTSTP/SIGSTOP/SIGCONT l
           "[integration][job-control]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(yt::train_args(tmp.path(), {"epochs=6"}), tmp / "out.txt");
+  yt::Child child = yt::spawn(yt::train_args(tmp.path(), {"epochs=8"}), tmp / "out.txt");
   REQUIRE(yt::wait_for_step(dir, 2));
   std::mt19937 random(20261207);
   // Gaps of 0-20 ms (a SIGCONT that beats the run to its safe point) and, one in four, 50-400 ms
@@ -228,7 +228,8 @@ TEST_CASE("job control: a storm of SIGTSTP/SIGCONT and SIGTSTP/SIGSTOP/SIGCONT l
   const auto pause = [&] {
     std::this_thread::sleep_for(std::chrono::microseconds(coin(random) == 0 ? long_us(random) : short_us(random)));
   };
-  for (int round = 0; round < 60; ++round) {
+  // Up to 60 rounds, while at least half of the run's 32 steps are left (SIGTERM must find it training).
+  for (int round = 0; round < 60 && yt::status_of(dir).value("step", 0) < 14; ++round) {
     kill(child.pid, SIGTSTP);
     if (kind(random) != 0) pause();
     if (kind(random) == 2) {
@@ -245,12 +246,8 @@ TEST_CASE("job control: a storm of SIGTSTP/SIGCONT and SIGTSTP/SIGSTOP/SIGCONT l
   kill(child.pid, SIGTERM);
   const auto code = yt::wait_exit(child, 120s);
   CHECK(code == 143);
-  const yt::Finished resumed = yt::run_to_end(yt::train_args(tmp.path(), {"epochs=6", "resume=true"}), tmp / "o2.txt");
+  const yt::Finished resumed = yt::run_to_end(yt::train_args(tmp.path(), {"epochs=8", "resume=true"}), tmp / "o2.txt");
   INFO(resumed.output);
   REQUIRE(resumed.code == 0);
-  // Compared with an uninterrupted run of the same arguments (6 epochs: the shared baseline has 2).
-  yt::TempDir straight;
-  const yt::Finished f = yt::run_to_end(yt::train_args(straight.path(), {"epochs=6"}), straight / "out.txt");
-  REQUIRE(f.code == 0);
-  CHECK(yt::exported_weights(dir, tmp / "e1.txt") == yt::exported_weights(straight / "run", straight / "e2.txt"));
+  CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::baseline({"epochs=8"}));  // an uninterrupted run's
 }

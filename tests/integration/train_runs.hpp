@@ -3,6 +3,7 @@
 // shapes set, its exported weights, and those of the uninterrupted run (trained once per build).
 #include "catch.hpp"
 
+#include <map>
 #include <signal.h>
 #include <unistd.h>
 
@@ -64,39 +65,41 @@ inline std::string build_stamp() {
   return stamp;
 }
 
-// The exported weights of an uninterrupted run: trained once for the whole suite, not once per
-// test process. The first test to need them trains the run and keeps the weights in
-// YOLOTRAIN_TEST_CACHE_DIR under the SHA-256 of build_stamp() and the run's arguments (the same
-// program, libraries and arguments train the same bytes: that is what every test comparing with it
-// asserts); a rebuild or other arguments make another key, and the older files are removed.
-inline const std::string& baseline() {
-  static const std::string weights = [] {
-    std::string key = build_stamp();
-    for (const auto& a : train_args("/")) {
-      if (a.rfind("data=", 0) != 0 && a.rfind("project=", 0) != 0) key += a + "\n";  // not the temporary folders
+// The exported weights of an uninterrupted run of train_args(extra): trained once for the whole
+// suite, not once per test process. The first test to need them trains the run and keeps the
+// weights in YOLOTRAIN_TEST_CACHE_DIR under the SHA-256 of build_stamp() and the run's arguments
+// (the same program, libraries and arguments train the same bytes: that is what every test
+// comparing with it asserts); a rebuild makes another key, and an older build's files are removed.
+inline const std::string& baseline(const std::vector<std::string>& extra = {}) {
+  static std::map<std::vector<std::string>, std::string> trained_for;
+  static const std::string stamp = build_stamp();
+  if (auto it = trained_for.find(extra); it != trained_for.end()) return it->second;
+  std::string args;
+  for (const auto& a : train_args("/", extra)) {
+    if (a.rfind("data=", 0) != 0 && a.rfind("project=", 0) != 0) args += a + "\n";  // not the temporary folders
+  }
+  const std::string build = lifecycle::sha256_hex(stamp).substr(0, 16);
+  const fs::path cache = YOLOTRAIN_TEST_CACHE_DIR;
+  const fs::path kept = cache / ("baseline-" + build + "-" + lifecycle::sha256_hex(args) + ".safetensors");
+  if (fs::exists(kept)) return trained_for[extra] = slurp(kept);
+  TempDir dir;
+  const Finished f = run_to_end(train_args(dir.path(), extra), dir / "out.txt");
+  INFO(f.output);
+  REQUIRE(f.code == 0);
+  const std::string trained = exported_weights(dir / "run", dir / "export.txt");
+  fs::create_directories(cache);
+  std::error_code ignored;
+  for (const auto& e : fs::directory_iterator(cache)) {  // an older build's (not a .part being written)
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".safetensors" && name.rfind("baseline-", 0) == 0 &&
+        name.rfind("baseline-" + build + "-", 0) != 0) {
+      fs::remove(e.path(), ignored);
     }
-    const fs::path cache = YOLOTRAIN_TEST_CACHE_DIR;
-    const fs::path kept = cache / ("baseline-" + lifecycle::sha256_hex(key) + ".safetensors");
-    if (fs::exists(kept)) return slurp(kept);
-    TempDir dir;
-    const Finished f = run_to_end(train_args(dir.path()), dir / "out.txt");
-    INFO(f.output);
-    REQUIRE(f.code == 0);
-    const std::string trained = exported_weights(dir / "run", dir / "export.txt");
-    fs::create_directories(cache);
-    std::error_code ignored;
-    for (const auto& e : fs::directory_iterator(cache)) {  // an older build's (not a .part being written)
-      const fs::path& p = e.path();
-      if (p != kept && p.extension() == ".safetensors" && p.filename().string().rfind("baseline-", 0) == 0) {
-        fs::remove(p, ignored);
-      }
-    }
-    const fs::path part = kept.string() + "." + std::to_string(getpid()) + ".part";
-    std::ofstream(part, std::ios::binary) << trained;
-    fs::rename(part, kept, ignored);  // whole or not at all: another test may be reading or writing it too
-    return trained;
-  }();
-  return weights;
+  }
+  const fs::path part = kept.string() + "." + std::to_string(getpid()) + ".part";
+  std::ofstream(part, std::ios::binary) << trained;
+  fs::rename(part, kept, ignored);  // whole or not at all: another test may be reading or writing it too
+  return trained_for[extra] = trained;
 }
 
 /// The command line of a run in `project` with `extra` arguments (a task's data and model).
