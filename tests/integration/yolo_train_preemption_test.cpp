@@ -25,20 +25,11 @@ using Clock = std::chrono::system_clock;
 namespace {
 
 // Long enough that a notice at step 4 comes well before its end: 30 epochs of 4 steps (~10 s here).
-std::vector<std::string> drill_args(const fs::path& project, std::vector<std::string> extra = {}) {
-  extra.insert(extra.begin(), {"epochs=30", "plots=false", "preemption_interval=0.2"});
-  return yt::train_args(project, extra);
-}
+const std::vector<std::string> kDrill = {"epochs=30", "plots=false", "preemption_interval=0.2"};
 
-const std::string& drill_baseline() {
-  static yt::TempDir dir;
-  static const std::string weights = [] {
-    const yt::Finished f = yt::run_to_end(drill_args(dir.path()), dir / "out.txt");
-    INFO(f.output);
-    REQUIRE(f.code == 0);
-    return yt::exported_weights(dir / "run", dir / "export.txt");
-  }();
-  return weights;
+std::vector<std::string> drill_args(const fs::path& project, std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), kDrill.begin(), kDrill.end());
+  return yt::train_args(project, extra);
 }
 
 // `t` in UTC as strftime's `format` writes it: the clouds' "%Y-%m-%dT%H:%M:%SZ" (AWS, GCE) and
@@ -86,52 +77,65 @@ double seconds_after(const std::string& log, const std::string& what) {
   return std::stod(m[1].str());
 }
 
+// The drill: a cloud's notice at step 4, whatever has not exited at the deadline is SIGKILLed, as
+// the cloud would; the run must have stopped with a checkpoint of its last step (exit 75), and
+// resumed, end as the uninterrupted run (one test per cloud: they run side by side).
+void preemption_drill(const std::string& cloud) {
+  const std::string& expected = yt::baseline(kDrill);
+  yt::TempDir tmp;
+  const fs::path dir = tmp / "run";
+  yt::FakeMetadataServer meta;
+  yt::ScopedEnv env(pointed_at(meta));
+  yt::Child child = yt::spawn(drill_args(tmp.path(), {"preemption=" + cloud}), tmp / "out.txt");
+  REQUIRE(yt::wait_for_step(dir, 4));
+  const auto deadline = announce(meta, cloud, 5s);  // a stop planned about 2.3 s after it
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  const auto code = yt::wait_exit(child, std::max(left, 0ms));
+  const std::string out = yt::slurp(tmp / "out.txt");
+  INFO(out);
+  {
+    CHECK(code == 75);
+    CHECK_THAT(out, Catch::Contains("then stops with a checkpoint (exit 75: resume it)"));
+    CHECK_THAT(out, Catch::Contains("stopped (preemption: " + cloud));
+    const auto status = yt::status_of(dir);
+    CHECK(status["last_checkpoint"]["step"] == status["step"]);  // the stop's checkpoint holds the last step
+    CHECK(status["notice"]["source"] == cloud);
+    CHECK(status["notice"]["planned_stop"].get<double>() < status["notice"]["deadline"].get<double>());
+    std::cout << "preemption drill " << cloud << ": notice -> checkpoint " << seconds_after(out, "written")
+              << " s, notice -> safe exit " << seconds_after(out, "safe to take") << " s" << std::endl;
+    // At once — unless the loop's poll that read it was an epoch's end, whose checkpoint it already had.
+    CHECK((seconds_after(out, "written") >= 0 || out.find("was written before the notice") != std::string::npos));
+    if (cloud == "azure") {  // told Azure once the checkpoint was safe
+      CHECK(meta.azure_acknowledged() == std::vector<std::string>{"602d9444-d2cd-49c7-8624-8643e7171297"});
+    }
+    meta.set_aws_notice("", "");  // the next machine has no notice (the same server here)
+    meta.set_gcp_maintenance("NONE");
+    meta.set_azure_events(nlohmann::json::array());
+    const yt::Finished resumed = yt::run_to_end(drill_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+    INFO(resumed.output);
+    CHECK(resumed.code == 0);
+  }
+  CHECK(yt::exported_weights(dir, tmp / "export.txt") == expected);
+}
+
 }  // namespace
 
-TEST_CASE("preemption drills: each cloud's notice checkpoints at once, stops before the deadline (75), "
-          "and the resumed run ends as an uninterrupted one",
+TEST_CASE("preemption drill, AWS: the notice checkpoints at once, stops before the deadline (75), the resumed run "
+          "ends as an uninterrupted one",
           "[integration][preemption]") {
-  const std::string& expected = drill_baseline();
-  for (const std::string cloud : {"aws", "azure", "gcp"}) {
-    DYNAMIC_SECTION(cloud) {
-      yt::TempDir tmp;
-      const fs::path dir = tmp / "run";
-      yt::FakeMetadataServer meta;
-      yt::ScopedEnv env(pointed_at(meta));
-      yt::Child child = yt::spawn(drill_args(tmp.path(), {"preemption=" + cloud}), tmp / "out.txt");
-      REQUIRE(yt::wait_for_step(dir, 4));
-      const auto deadline = announce(meta, cloud, 5s);  // a stop planned about 2.3 s after it
-      // The drill: whatever has not exited at the deadline is SIGKILLed, as the cloud would.
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      const auto code = yt::wait_exit(child, std::max(left, 0ms));
-      const std::string out = yt::slurp(tmp / "out.txt");
-      INFO(out);
-      {
-        CHECK(code == 75);
-        CHECK_THAT(out, Catch::Contains("then stops with a checkpoint (exit 75: resume it)"));
-        CHECK_THAT(out, Catch::Contains("stopped (preemption: " + cloud));
-        const auto status = yt::status_of(dir);
-        CHECK(status["last_checkpoint"]["step"] == status["step"]);  // the stop's checkpoint holds the last step
-        CHECK(status["notice"]["source"] == cloud);
-        CHECK(status["notice"]["planned_stop"].get<double>() < status["notice"]["deadline"].get<double>());
-        std::cout << "preemption drill " << cloud << ": notice -> checkpoint "
-                  << seconds_after(out, "written") << " s, notice -> safe exit "
-                  << seconds_after(out, "safe to take") << " s" << std::endl;
-        // At once — unless the loop's poll that read it was an epoch's end, whose checkpoint it already had.
-        CHECK((seconds_after(out, "written") >= 0 || out.find("was written before the notice") != std::string::npos));
-        if (cloud == "azure") {  // told Azure once the checkpoint was safe
-          CHECK(meta.azure_acknowledged() == std::vector<std::string>{"602d9444-d2cd-49c7-8624-8643e7171297"});
-        }
-        meta.set_aws_notice("", "");  // the next machine has no notice (the same server here)
-        meta.set_gcp_maintenance("NONE");
-        meta.set_azure_events(nlohmann::json::array());
-        const yt::Finished resumed = yt::run_to_end(drill_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
-        INFO(resumed.output);
-        CHECK(resumed.code == 0);
-      }
-      CHECK(yt::exported_weights(dir, tmp / "export.txt") == expected);
-    }
-  }
+  preemption_drill("aws");
+}
+
+TEST_CASE("preemption drill, Azure: the notice checkpoints at once, stops before the deadline (75), the resumed run "
+          "ends as an uninterrupted one, Azure told",
+          "[integration][preemption]") {
+  preemption_drill("azure");
+}
+
+TEST_CASE("preemption drill, GCE: the host maintenance notice checkpoints at once, stops before the deadline (75), "
+          "the resumed run ends as an uninterrupted one",
+          "[integration][preemption]") {
+  preemption_drill("gcp");
 }
 
 TEST_CASE("preemption: a notice with too little time stops at once with the newest checkpoint, and says its step",

@@ -85,7 +85,9 @@ bool block_in_every_thread(SignalSet set) {
   sa.sa_sigaction = add_to_returning_mask;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(carrier, nullptr, &previous) != 0 || previous.sa_handler != SIG_DFL) return false;  // not ours
+  if (sigaction(carrier, nullptr, &previous) != 0) return false;
+  const bool ours = (previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == add_to_returning_mask;
+  if (previous.sa_handler != SIG_DFL && !ours) return false;  // the program's own use of SIGRTMIN
   sigaction(carrier, &sa, nullptr);
   g_adding.store(set);
   g_added.store(0);
