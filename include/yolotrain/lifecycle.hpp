@@ -6,6 +6,7 @@
 #include "yolotrain/lifecycle/files/atomic_file.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/control/control_token.hpp"
+#include "yolotrain/lifecycle/control/job_control.hpp"
 #include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 #include "yolotrain/lifecycle/files/folder_lock.hpp"
 #include "yolotrain/lifecycle/memory/host_memory.hpp"

@@ -13,9 +13,11 @@
 
 #include <thread>
 
+#include "fake_metadata_server.hpp"
 #include "http_client.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
+#include "train_runs.hpp"
 #include "two_hosts.hpp"
 
 namespace fs = std::filesystem;
@@ -125,4 +127,69 @@ TEST_CASE("two hosts: torchrun's c10d rendezvous, HTTP and signals act on both, 
   CHECK(yt::status_of(run)["state"] == "completed");
   const std::string csv = yt::slurp(run / "results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 11);  // the header and 10 epochs
+}
+
+// Preemption on two machines: each host its own (fake) AWS metadata server on its own loopback, as
+// each cloud machine has its own; host b's notice stops both ranks at one step (exit 75 on each,
+// the checkpoint of that step), and the run resumed on both ends as an uninterrupted one.
+TEST_CASE("two hosts: one host's preemption notice stops both ranks at one step (75), resumed identical",
+          "[integration][hosts][preemption]") {
+  if (const auto why = yt::TwoHosts::unavailable()) {
+    WARN("skipped: " << *why);
+    return;
+  }
+  if (const auto missing = yt::torchrun_missing()) {
+    WARN(*missing);
+    return;
+  }
+  yt::TempDir tmp;
+  yt::TwoHosts hosts;
+  std::shared_ptr<yt::FakeMetadataServer> meta[2];
+  for (int h = 0; h < 2; ++h) meta[h] = hosts.in(h, [] { return std::make_shared<yt::FakeMetadataServer>(); });
+  const std::vector<std::string> drill = {"epochs=12", "preemption=aws", "preemption_interval=0.2"};
+  auto on = [&](int host, const fs::path& project, std::vector<std::string> extra, const std::string& out) {
+    extra.insert(extra.begin(), drill.begin(), drill.end());
+    std::vector<std::string> cmd = {"env", "-u", "AWS_EC2_METADATA_DISABLED",
+                                    "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + meta[host]->url()};
+    const auto run = torchrun_on(hosts, 2, run_args(project, tmp / "token", extra));
+    cmd.insert(cmd.end(), run.begin(), run.end());
+    return yt::spawn(hosts.command(host, cmd), tmp / out);
+  };
+  yolotrain::lifecycle::atomic_write(tmp / "token", "hosts-token\n");
+  const fs::path run = tmp / "drill" / "run";
+  yt::Child a = on(0, tmp / "drill", {}, "a1.txt"), b = on(1, tmp / "drill", {}, "b1.txt");
+  if (!yt::wait_for_step(run, 3, 180s)) FAIL("no step 3:\n" << yt::slurp(tmp / "a1.txt") << yt::slurp(tmp / "b1.txt"));
+  const auto deadline = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) + 6s;
+  const std::time_t t = std::chrono::system_clock::to_time_t(deadline);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char when[40];
+  std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  meta[1]->set_aws_notice("terminate", when);  // host b's machine is taken back; host a has no notice
+  yt::wait_exit(a, 120s);
+  yt::wait_exit(b, 60s);
+  const std::string a1 = yt::slurp(tmp / "a1.txt"), b1 = yt::slurp(tmp / "b1.txt");
+  INFO(a1 << "\n----- host b -----\n" << b1);
+  CHECK_THAT(a1, Catch::Contains("exitcode: 75"));  // each host's rank, as its torchrun reports it
+  CHECK_THAT(b1, Catch::Contains("exitcode: 75"));
+  CHECK_THAT(b1, Catch::Contains("rank 1: preemption: aws: spot/instance-action terminate"));
+  CHECK(a1.find("preemption: aws: spot") == std::string::npos);  // host a's machine had no notice
+  CHECK_THAT(a1, Catch::Contains("stopped (preemption)"));       // and stopped for host b's
+  CHECK(meta[0]->count("GET /latest/meta-data/spot/instance-action") > 0);  // each asked its own server
+  CHECK(meta[1]->count("GET /latest/meta-data/spot/instance-action") > 0);
+  const auto status = yt::status_of(run);
+  CHECK(status["state"] == "stopped");
+  const std::int64_t stopped_at = status["step"];
+  CHECK(status["last_checkpoint"]["step"] == stopped_at);
+  meta[1]->set_aws_notice("", "");  // the next machine has no notice
+  // Resumed on both hosts, then (one job at a time: one rendezvous port) an uninterrupted run.
+  yt::Child a2 = on(0, tmp / "drill", {"resume=true"}, "a2.txt"), b2 = on(1, tmp / "drill", {"resume=true"}, "b2.txt");
+  CHECK(yt::wait_exit(a2, 300s) == 0);
+  CHECK(yt::wait_exit(b2, 60s) == 0);
+  yt::Child a3 = on(0, tmp / "straight", {}, "a3.txt"), b3 = on(1, tmp / "straight", {}, "b3.txt");
+  CHECK(yt::wait_exit(a3, 300s) == 0);
+  CHECK(yt::wait_exit(b3, 60s) == 0);
+  INFO(yt::slurp(tmp / "a2.txt") << yt::slurp(tmp / "a3.txt"));
+  CHECK_THAT(yt::slurp(tmp / "a2.txt"), Catch::Contains("resumed from step " + std::to_string(stopped_at)));
+  CHECK(yt::exported_weights(run, tmp / "e1.txt") == yt::exported_weights(tmp / "straight" / "run", tmp / "e2.txt"));
 }
