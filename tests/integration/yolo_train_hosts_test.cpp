@@ -49,6 +49,12 @@ std::vector<std::string> torchrun_on(const yt::TwoHosts& hosts, int nodes, std::
   return cmd;
 }
 
+// Why these tests cannot run here (no network namespaces, no torchrun), or nothing.
+std::optional<std::string> why_no_hosts() {
+  if (const auto why = yt::TwoHosts::unavailable()) return "skipped: " + *why;
+  return yt::torchrun_missing();
+}
+
 std::int64_t last_checkpoint_step(const fs::path& run) { return yt::status_of(run)["last_checkpoint"]["step"]; }
 
 }  // namespace
@@ -56,12 +62,8 @@ std::int64_t last_checkpoint_step(const fs::path& run) { return yt::status_of(ru
 TEST_CASE("two hosts: torchrun's c10d rendezvous, HTTP and signals act on both, a lost host ends the other with 69, "
           "the run resumes on one host, then on two",
           "[integration][hosts]") {
-  if (const auto why = yt::TwoHosts::unavailable()) {
-    WARN("skipped: " << *why);
-    return;
-  }
-  if (const auto missing = yt::torchrun_missing()) {
-    WARN(*missing);
+  if (const auto why = why_no_hosts()) {
+    WARN(*why);
     return;
   }
   yt::TempDir tmp;
@@ -134,12 +136,8 @@ TEST_CASE("two hosts: torchrun's c10d rendezvous, HTTP and signals act on both, 
 // the checkpoint of that step), and the run resumed on both ends as an uninterrupted one.
 TEST_CASE("two hosts: one host's preemption notice stops both ranks at one step (75), resumed identical",
           "[integration][hosts][preemption]") {
-  if (const auto why = yt::TwoHosts::unavailable()) {
-    WARN("skipped: " << *why);
-    return;
-  }
-  if (const auto missing = yt::torchrun_missing()) {
-    WARN(*missing);
+  if (const auto why = why_no_hosts()) {
+    WARN(*why);
     return;
   }
   yt::TempDir tmp;

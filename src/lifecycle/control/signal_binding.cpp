@@ -102,9 +102,8 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
     g_token.store(nullptr);
     throw;
   }
-  // Every thread blocks them all, then this one takes the handled ones: the handlers run on one
-  // thread, one after the other, in the kernel's order (lowest number first); the suspend signals stay
-  // pending, held by the kernel for the token.
+  // Every thread there is blocks them all, then this one takes the handled ones (and the threads it
+  // starts from now on inherit that); the suspend signals stay pending, held by the kernel for the token.
   pthread_sigmask(SIG_SETMASK, nullptr, &previous_mask_);
   job_control::block_in_every_thread(handled_signals_ | suspend_signals_);
   pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);

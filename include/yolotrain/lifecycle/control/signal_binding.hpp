@@ -36,13 +36,13 @@ struct SignalBindingOptions {
 };
 
 /// RAII: while alive, the mapped signals only set requests on `token` (their handlers touch
-/// nothing else, so they are async-signal-safe). They are blocked in every other thread of the
-/// process, those started before the binding included (job_control::block_in_every_thread()), so
-/// the handlers run on the calling thread only, one at a time, in the kernel's order (signals
-/// pending together: the lowest number first): a SIGUSR1 and a SIGCONT that reach a stopped
-/// process are taken pause first, then resume. Keep the binding on a thread that lives as long
-/// as it. The suspend signals are not handled: blocked everywhere, the token reads them as
-/// pending (job_control.hpp).
+/// nothing else, so they are async-signal-safe). They are blocked in every other thread that
+/// exists when the binding is made, those started before main() included
+/// (job_control::block_in_every_thread()), and no handler interrupts another: signals pending
+/// together on one thread are taken lowest number first. Threads the calling thread starts later
+/// inherit its mask and may take them too. Keep the binding on a thread that lives as long as it.
+/// The suspend signals are not handled: blocked everywhere, the token reads them as pending
+/// (job_control.hpp).
 /// The destructor discards a pending suspend signal, then restores the previous handlers and the
 /// calling thread's signal mask.
 /// One binding may be alive at a time in a process; creating a second throws yolotrain::Error.
