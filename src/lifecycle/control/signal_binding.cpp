@@ -35,12 +35,12 @@ void handle_signal(int signo) {
         token->request_stop(StopReason::Signal, signo);
         break;
       case SignalAction::Pause: token->request_pause(); break;
-      case SignalAction::Suspend: token->request_suspend(); break;
       case SignalAction::Resume:  // SIGCONT itself has discarded a pending suspend; the others do it
         if (signo == SIGCONT) token->note_continued();
         else token->request_resume();
         break;
       case SignalAction::Checkpoint: token->request_checkpoint(); break;
+      case SignalAction::Suspend:  // never here: a suspend signal keeps SIG_DFL and stays pending
       case SignalAction::Ignore: break;
     }
   }
@@ -64,8 +64,7 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
     throw Error("SignalBinding: another SignalBinding is alive in this process; destroy it first");
   }
   g_force_after_ns.store(static_cast<std::int64_t>(options.force_exit_after.count()) * 1000000LL);
-  sigset_t unblock, handled;
-  sigemptyset(&unblock);
+  sigset_t handled;  // every mapped signal: each handler's sa_mask
   sigemptyset(&handled);
   for (const auto& [signo, action] : options.mapping) {
     if (signo > 0 && signo < kMaxSignal && signo != SIGKILL && signo != SIGSTOP) sigaddset(&handled, signo);
@@ -95,7 +94,7 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
       }
       saved_.push_back(saved);
       if (action == SignalAction::Suspend) suspend_signals_ |= job_control::bit(signo);
-      else sigaddset(&unblock, signo), handled_signals_ |= job_control::bit(signo);
+      else handled_signals_ |= job_control::bit(signo);
     }
   } catch (...) {
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) sigaction(it->signo, &it->previous, nullptr);
@@ -106,7 +105,7 @@ SignalBinding::SignalBinding(ControlToken& token, SignalBindingOptions options) 
   // starts from now on inherit that); the suspend signals stay pending, held by the kernel for the token.
   pthread_sigmask(SIG_SETMASK, nullptr, &previous_mask_);
   job_control::block_in_every_thread(handled_signals_ | suspend_signals_);
-  pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
+  job_control::mask(handled_signals_, false);
   token.set_suspend_signals(suspend_signals_);
 }
 
