@@ -95,7 +95,10 @@ void preemption_drill(const std::string& cloud) {
   INFO(out);
   {
     CHECK(code == 75);
-    CHECK_THAT(out, Catch::Contains("then stops with a checkpoint (exit 75: resume it)"));
+    // The plan is the machine's: training on until a stop ("then stops with a checkpoint") where the
+    // safe exit measured so far fits before the deadline, at once ("stopping now with a checkpoint")
+    // where a loaded machine measured it too slow (seen on CI's Debian 13 beside the two-host drill).
+    CHECK_THAT(out, Catch::Contains("with a checkpoint (exit 75: resume it)"));
     CHECK_THAT(out, Catch::Contains("stopped (preemption: " + cloud));
     const auto status = yt::status_of(dir);
     CHECK(status["last_checkpoint"]["step"] == status["step"]);  // the stop's checkpoint holds the last step
