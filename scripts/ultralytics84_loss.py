@@ -1,13 +1,17 @@
 # Ultralytics 8.4.117's own losses on a fixed batch: yolotrain's reference for E2ELoss (YOLO26n,
 # one-to-many + one-to-one, with its per-epoch weights), the L1 term of reg_max 1, and 8.4's
-# v8DetectionLoss with STAL (YOLO11n). Run with Ultralytics 8.4.117 importable (see
+# v8DetectionLoss with STAL (YOLO11n), with and without class weights (cls_pw: the weights made by
+# its DetectionTrainer's own compute_class_weights from fixed counts). Run with Ultralytics 8.4.117 importable (see
 # docs/loss-and-metrics.md, "Ultralytics 8.4's losses"):
 #   python3 scripts/ultralytics84_loss.py ../shared/weights/ultralytics tests/unit/loss/data/ultralytics84_loss.json
 import json, math, sys
+
+import numpy as np
 from types import SimpleNamespace
 
 import torch
 torch.set_num_threads(2)
+from ultralytics.models.yolo.detect.train import DetectionTrainer
 from ultralytics.utils.loss import E2ELoss, v8DetectionLoss
 
 weights_dir, out = sys.argv[1:3]
@@ -52,5 +56,14 @@ with torch.no_grad():
     result["yolo26n_e2e"] = e2e
     m = load("bccd_yolo11n")
     result["yolo11n_v8_stal"] = figures(*v8DetectionLoss(m).loss(m(img), batch))
+    # cls_pw: DetectionTrainer.compute_class_weights on fixed counts (a class with none among them),
+    # normalised as set_class_weights does, then the loss of a model carrying them.
+    counts, power = [412, 0, 57], 0.5
+    trainer = SimpleNamespace(args=SimpleNamespace(cls_pw=power))
+    w = DetectionTrainer.compute_class_weights(trainer, np.array(counts, dtype=np.float32))
+    w = w / w.mean()
+    m.class_weights = torch.from_numpy(w)
+    result["class_weights"] = {"counts": counts, "power": power, "weights": [float(v) for v in w]}
+    result["yolo11n_v8_stal_class_weights"] = figures(*v8DetectionLoss(m).loss(m(img), batch))
 json.dump(result, open(out, "w"), indent=1)
 print(json.dumps(result)[:1500])

@@ -174,7 +174,7 @@ more_phase() {
     timeout 150 "$yt" data="$data" model=yolov8n.yaml epochs=3 imgsz=640 batch=16 workers=12 device="$device" amp=$amp \
       project="$work/runs" name=coco_amp_$amp exist_ok=true >"$work/logs/coco_amp_$amp.log" 2>&1
     say "amp=$amp: exit $? in $((SECONDS - t0))s"
-    cut -d, -f1-8 "$work/runs/coco_amp_$amp/results.csv" 2>/dev/null | tee -a "$summary"
+    cut -d, -f1-9 "$work/runs/coco_amp_$amp/results.csv" 2>/dev/null | tee -a "$summary"
     grep -iE "skipped|nan|inf |cuda_graph" "$work/logs/coco_amp_$amp.log" | head -3 >>"$summary"
   done
   step "AutoBatch (batch=-1) on $device, yolov8n at 640, 1 epoch"

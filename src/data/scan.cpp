@@ -256,6 +256,16 @@ std::size_t Dataset::boxes() const {
   return n;
 }
 
+std::vector<std::int64_t> Dataset::boxes_per_class() const {
+  std::vector<std::int64_t> n(static_cast<std::size_t>(nc()), 0);
+  for (const auto& r : records) {
+    for (const Box& b : r.boxes) {
+      if (b.cls >= 0 && b.cls < nc()) ++n[static_cast<std::size_t>(b.cls)];
+    }
+  }
+  return n;
+}
+
 std::size_t Dataset::outlines() const {
   std::size_t n = 0;
   for (const auto& r : records) n += r.segments.size();

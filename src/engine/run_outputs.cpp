@@ -8,48 +8,8 @@
 #include "progress_line.hpp"
 #include "yolotrain/lifecycle/memory/cuda_guard.hpp"
 #include "yolotrain/lifecycle/files/atomic_file.hpp"
-#include "yolotrain/plots/plot_results.hpp"
 
-namespace yolotrain::engine {
-
-// Ultralytics' save_metrics: "%23s," per key, "%23.5g," per value; the columns are `epoch` then
-// EpochMetrics::named().
-std::string results_csv_header(const EpochMetrics& m) {
-  std::string line;
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%23s,", "epoch");
-  line += buf;
-  for (const auto& [name, value] : m.named()) {
-    std::snprintf(buf, sizeof(buf), "%23s,", name.c_str());
-    line += buf;
-  }
-  line.pop_back();
-  return line + "\n";
-}
-
-std::string results_csv_row(const EpochMetrics& m) {
-  std::string line;
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%23.5g,", double(m.epoch));
-  line += buf;
-  for (const auto& [name, value] : m.named()) {
-    std::snprintf(buf, sizeof(buf), "%23.5g,", value);
-    line += buf;
-  }
-  line.pop_back();
-  return line + "\n";
-}
-
-namespace detail {
-
-void ResultsCsv::add(const EpochMetrics& m, plots::PlotWriter* plots) {
-  if (text_.empty()) text_ = results_csv_header(m);
-  text_ += results_csv_row(m);
-  if (run_dir_.empty()) return;
-  lifecycle::atomic_write(run_dir_ / "results.csv", text_);
-  if (plots) plots->submit(run_dir_ / "results.png", [csv = text_] { return plots::plot_results(csv); });
-}
-
+namespace yolotrain::engine::detail {
 namespace {
 
 // Ultralytics' progress line after each step: rewritten in place on a terminal; in logs (no tty)
@@ -164,5 +124,4 @@ TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig
   return cb;
 }
 
-}  // namespace detail
-}  // namespace yolotrain::engine
+}  // namespace yolotrain::engine::detail

@@ -7,37 +7,14 @@
 #include <memory>
 #include <string>
 
+#include "results_csv.hpp"
 #include "run_log.hpp"
 #include "yolotrain/engine/tensorboard_logger.hpp"
 #include "yolotrain/engine/trainer.hpp"
 #include "yolotrain/lifecycle/status/run_status.hpp"
 #include "yolotrain/plots/plot_writer.hpp"
 
-namespace yolotrain::engine {
-
-/// results.csv's header line (Ultralytics' columns, each right-aligned in 23 characters): `epoch`
-/// and `m`'s names.
-std::string results_csv_header(const EpochMetrics& m);
-/// One results.csv row for `m`, formatted as Ultralytics does (%23.5g).
-std::string results_csv_row(const EpochMetrics& m);
-
-namespace detail {
-
-/// results.csv of a run folder: a row per epoch, rewritten atomically, results.png drawn from it
-/// (when `plots` is given). Its text travels in the checkpoints, so a resumed run continues it.
-/// Without a folder it keeps the text and writes nothing.
-class ResultsCsv {
- public:
-  explicit ResultsCsv(std::filesystem::path run_dir = {}, std::string text = {})
-      : run_dir_(std::move(run_dir)), text_(std::move(text)) {}
-  const std::string& text() const { return text_; }
-  /// Appends `m`'s row, writes results.csv and queues results.png.
-  void add(const EpochMetrics& m, plots::PlotWriter* plots);
-
- private:
-  std::filesystem::path run_dir_;
-  std::string text_;
-};
+namespace yolotrain::engine::detail {
 
 /// The files a run writes besides its checkpoints and train.log: args.yaml, results.csv and
 /// results.png, status.json (and metrics_file=), the pictures, TensorBoard's event file. Only rank 0 has them:
@@ -63,5 +40,4 @@ RunOutputs open_run_outputs(bool leader, const std::filesystem::path& run_dir, c
 /// events.
 TrainerCallbacks with_run_outputs(RunOutputs& to, RunLog& log, const TrainConfig& cfg, const TrainerCallbacks& program);
 
-}  // namespace detail
-}  // namespace yolotrain::engine
+}  // namespace yolotrain::engine::detail

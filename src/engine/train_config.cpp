@@ -169,8 +169,8 @@ const std::vector<Spec>& specs() {
       {"augmentations", &C::augmentations, "Albumentations transforms: not in yolotrain (refused when set)"},
       {"distill_model", &C::distill_model, "knowledge distillation's teacher: not in yolotrain (refused when set)"},
       {"cutmix", &C::cutmix, "CutMix probability (a rectangle of another sample pasted with its boxes)", 0, 1},
-      {"cls_pw", &C::cls_pw, "class weights' power (inverse frequency): not yet in yolotrain (refused when > 0)", 0,
-       1},
+      {"cls_pw", &C::cls_pw, "class weights' power: each class's loss x (1 / its instances) ^ cls_pw, mean 1; "
+       "0: every class weighs the same", 0, 1},
       {"save_interval", &C::save_interval, "seconds between time-based checkpoints; 0: off", 0, 1e9},
       {"keep_last", &C::keep_last, "rotating checkpoints kept", 1, 1e6},
       {"pause_release",
@@ -380,10 +380,6 @@ void refuse_unsupported(const std::string& key, const std::string& value, const 
   if (key == "distill_model" && !c.distill_model.empty()) {
     throw ConfigError("distill_model=" + value + ": knowledge distillation from a teacher model is not in "
                       "yolotrain; train without it (distill_model=None)");
-  }
-  if (key == "cls_pw" && c.cls_pw > 0) {
-    throw ConfigError("cls_pw=" + value + ": Ultralytics 8.4's class weights (inverse class frequency to the power "
-                      "cls_pw) are not yet in yolotrain; use cls_pw=0 (every class weighs the same)");
   }
 }
 

@@ -289,6 +289,7 @@ void Trainer::Run::final_eval() {
 bool Trainer::Run::end_epoch(EpochMetrics& m) {
   recovery_attempts = 0;  // a clean epoch: the roll-back budget is whole again (Ultralytics 8.4)
   m.epoch = state.epoch + 1;
+  m.time = clock.leader_elapsed >= 0 ? clock.leader_elapsed : elapsed();  // rank 0's, as `time=` reads it
   set_losses(m);
   const auto order = reported_groups(choice.name, cfg.ultralytics84());
   for (std::size_t g = 0; g < 3; ++g) m.set("lr/pg" + std::to_string(g), group_lr(*optimizer, order[g]));
@@ -301,8 +302,7 @@ bool Trainer::Run::end_epoch(EpochMetrics& m) {
   std::fill(state.loss_means.begin(), state.loss_means.end(), 0.0);
   const bool finished = state.epoch >= cfg.epochs;
   const bool patience_out = cfg.patience > 0 && state.epoch - 1 - state.stopper_epoch >= cfg.patience;
-  const double trained = clock.leader_elapsed >= 0 ? clock.leader_elapsed : elapsed();
-  const bool out_of_time = cfg.time > 0 && trained >= cfg.time * 3600.0;
+  const bool out_of_time = cfg.time > 0 && m.time >= cfg.time * 3600.0;
   const bool done = finished || patience_out || out_of_time;
   if (cfg.save && ranks.leader()) {
     checkpoint(true, done, /*force=*/true);

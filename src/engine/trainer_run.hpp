@@ -189,6 +189,7 @@ struct Trainer::Run {
   at::Tensor graphed_step(const at::Tensor& img, const data::Batch& b, std::int64_t ni);
   nn::HeadOutputs forward(const at::Tensor& img);  // autocast as amp= asks, the heads in float32
   at::Tensor to_backward(const at::Tensor& total);  // scaled (world size, fp16 scaler)
+  void set_class_weights();
   void setup_cuda_graph();
   bool poll();  // false: leave the loop (stop, or pause with release=exit)
   void watch_safe_exit();  // each poll: the time to a safe exit published; a cloud's notice acted on

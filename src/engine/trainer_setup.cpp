@@ -3,6 +3,7 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include "determinism.hpp"
+#include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/nn/class_remap.hpp"
 #include "trainer_run.hpp"
 
@@ -168,6 +169,7 @@ void Trainer::Run::build() {
     choice.warmup_bias_lr = state.warmup_bias_lr;
   }
   optimizer = build_optimizer(model, choice);
+  set_class_weights();
   task = make_task(model, cfg, data.config);
   for (const std::string& warning : task->setup_warnings()) say(warning);
   if (!plan.resume_from) state.loss_means.assign(task->loss_terms().size(), 0.0);
@@ -178,6 +180,28 @@ void Trainer::Run::build() {
       lc::CheckpointStoreOptions{plan.run_dir / "weights", static_cast<int>(cfg.keep_last), model_id, "last", {}});
   if (plan.remote) remote::mirror_checkpoints(*store, plan.remote->mirror());
   setup_cuda_graph();
+}
+
+// cls_pw: Ultralytics 8.4's DetectionTrainer.set_class_weights, after the loaders are made, before
+// the loss is: weights from the training split's boxes per class, set on the model, whose loss reads
+// them (recomputed as Ultralytics does at a resume). Its ClassificationTrainer has none.
+void Trainer::Run::set_class_weights() {
+  if (cfg.cls_pw == 0) return;
+  if (model->classifier()) {
+    say("cls_pw=" + exact_text(cfg.cls_pw) + ": classification has no class weights (nor has Ultralytics' "
+        "ClassificationTrainer): every class weighs the same");
+    return;
+  }
+  const at::Tensor w = loss::class_weights_for(data.train.boxes_per_class(), cfg.cls_pw);
+  if (!w.defined()) return;  // nothing counted: every class weighs 1
+  model->set_class_weights(w.to(device));
+  std::string text;
+  char buf[32];
+  for (std::int64_t c = 0; c < w.numel(); ++c) {
+    std::snprintf(buf, sizeof(buf), "%s%.3f", c == 0 ? "" : " ", w[c].item<double>());
+    text += buf;
+  }
+  say("Class weights: [" + text + "]");
 }
 
 // cuda_graph=: the steps replayed as CUDA graphs where their shapes are static (graphed_step.hpp).

@@ -10,6 +10,7 @@
 #include <ATen/record_function.h>
 
 #include "head_parts.hpp"
+#include "loss_inputs.hpp"
 #include "yolotrain/loss/box_ops.hpp"
 #include "yolotrain/loss/detection_loss.hpp"
 #include "yolotrain/nn/anchors.hpp"
@@ -66,8 +67,9 @@ DetectionTerms DetectionLoss::dense_terms(const std::vector<at::Tensor>& feats, 
                         anchors * strides, gt_labels, gt_bboxes, mask_gt);
   }
   const at::Tensor tss = at::clamp_min(a.anchor_scores.sum(), 1);  // max(sum of target_scores, 1)
-  const at::Tensor loss_cls = at::binary_cross_entropy_with_logits(logits, a.target_scores.to(logits.scalar_type()), {},
-                                                                   {}, at::Reduction::Sum) /
+  const at::Tensor loss_cls = at::binary_cross_entropy_with_logits(logits, a.target_scores.to(logits.scalar_type()),
+                                                                   detail::class_weights(options_, logits), {},
+                                                                   at::Reduction::Sum) /
                               tss;
   const at::Tensor fg = a.fg_mask.unsqueeze(-1);
   const DenseBoxInputs in{pred_distri,

@@ -138,8 +138,8 @@ Positives positives_of(const Assignment& a) {
 }
 
 // The class loss over every level, without gathering the logits into one tensor; `pos` null: no
-// boxes, t = 0.
-at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* pos) {
+// boxes, t = 0; `weights`: DetectionLossOptions::class_weights.
+at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* pos, const at::Tensor& weights) {
   RECORD_FUNCTION("yolotrain::loss::class_loss", std::vector<c10::IValue>());
   at::Tensor total;
   int64_t offset = 0;
@@ -150,9 +150,9 @@ at::Tensor class_loss(const std::vector<at::Tensor>& logits, const Positives* po
     if (pos) {
       const at::Tensor here = (pos->anchor >= offset) & (pos->anchor < offset + hw);
       term = detail::class_term(x, pos->image.index({here}), pos->cls.index({here}), pos->anchor.index({here}) - offset,
-                                pos->score.index({here}).to(x.scalar_type()));
+                                pos->score.index({here}).to(x.scalar_type()), weights);
     } else {
-      term = detail::class_term(x, none, none, none, at::empty({0}, x.options().requires_grad(false)));
+      term = detail::class_term(x, none, none, none, at::empty({0}, x.options().requires_grad(false)), weights);
     }
     total = total.defined() ? total + term : term;
     offset += hw;
@@ -222,7 +222,7 @@ DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const 
   out.gt_rows = gt.size(1);
   at::Tensor loss_box = at::zeros({}, options), loss_dfl = loss_box, loss_cls;
   if (gt.size(1) == 0) {  // no boxes in the batch: every target score is 0, tss = max(0, 1)
-    loss_cls = class_loss(parts.logits, nullptr);
+    loss_cls = class_loss(parts.logits, nullptr, options_.class_weights);
   } else {
     const at::Tensor gt_labels = gt.slice(2, 0, 1), gt_bboxes = gt.slice(2, 1, 5);
     const at::Tensor mask_gt = gt_bboxes.sum(2, true).gt_(0);
@@ -237,7 +237,7 @@ DetectionTerms DetectionLoss::terms(const std::vector<at::Tensor>& feats, const 
     }
     const at::Tensor tss = at::clamp_min(a.anchor_scores.sum(), 1);  // max(sum of target_scores, 1)
     const Positives pos = positives_of(a);
-    loss_cls = class_loss(parts.logits, &pos) / tss;
+    loss_cls = class_loss(parts.logits, &pos, options_.class_weights) / tss;
     if (a.fg_mask.any().item<bool>()) {
       const BoxInputs in{pred_distri,     anchors, strides,   a.target_bboxes / strides,
                          a.anchor_scores, tss,     a.fg_mask, out.imgsz};

@@ -9,6 +9,7 @@ DetectionLossOptions DetectionLossOptions::of(const nn::DetectionModel& model) {
   o.strides = model->strides();
   o.nc = model->nc();
   o.reg_max = model->head()->options.reg_max();
+  o.class_weights = model->class_weights();
   return o;
 }
 

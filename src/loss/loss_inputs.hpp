@@ -11,6 +11,10 @@
 
 namespace yolotrain::loss::detail {
 
+/// `o.class_weights` as the BCE's weight over [B, A, C] scores like `scores` ([1, 1, C], their
+/// dtype and device); undefined when there are none.
+at::Tensor class_weights(const DetectionLossOptions& o, const at::Tensor& scores);
+
 /// A tensor's sizes for a message, "(undefined)" for none.
 std::string shape_text(const at::Tensor& t);
 

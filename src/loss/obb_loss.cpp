@@ -72,7 +72,8 @@ LossOutput OBBLoss::operator()(const OBBOutputs& out, const Targets& targets) co
   const Assignment a = assigner_(pred_scores.detach().sigmoid(), for_assigner.to(gt.scalar_type()),
                                  anchors * strides, gt_labels, gt_bboxes, mask_gt);
   const at::Tensor target_scores_sum = a.target_scores.sum().clamp_min(1);
-  const at::Tensor cls = at::binary_cross_entropy_with_logits(pred_scores, a.target_scores.to(opts), {}, {},
+  const at::Tensor cls = at::binary_cross_entropy_with_logits(pred_scores, a.target_scores.to(opts),
+                                                              detail::class_weights(options_, pred_scores), {},
                                                               at::Reduction::None)
                              .sum() /
                          target_scores_sum;

@@ -19,6 +19,7 @@
 
 #include "http_client.hpp"
 #include "s3_server.hpp"
+#include "results_csv.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
 
@@ -118,16 +119,15 @@ TEST_CASE("two ranks launched by scripts/torchrun train to the end with one set 
     printed[std::stoi((*it)[1])] = {std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4])};
   }
   REQUIRE(printed.size() == 2);
-  std::istringstream rows(csv);
-  std::string row;
-  std::getline(rows, row);  // the header
-  while (std::getline(rows, row)) {
-    std::vector<double> v;
-    std::istringstream cells(row);
-    for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
-    CAPTURE(row);
-    REQUIRE(printed.count(static_cast<int>(v[0])));
-    for (int i = 0; i < 3; ++i) CHECK(std::abs(v[1 + i] - printed[static_cast<int>(v[0])][i]) <= 0.0006);
+  const yt::Csv table = yt::read_results(tmp / "run" / "results.csv");
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    const int epoch = static_cast<int>(table.at(r, "epoch"));
+    REQUIRE(printed.count(epoch));
+    int i = 0;
+    for (const char* term : {"train/box_loss", "train/cls_loss", "train/dfl_loss"}) {
+      CAPTURE(epoch, term);
+      CHECK(std::abs(table.at(r, term) - printed[epoch][i++]) <= 0.0006);
+    }
   }
   CHECK(!yolotrain::lifecycle::FolderLock::holder(tmp / "run"));  // released with its owner
   CHECK(yt::wait_until([&] { return !yt::process_group_alive(group); }, 10s));

@@ -193,15 +193,7 @@ double first_epoch_map50(const fs::path& pt, const std::string& transferred) {
   REQUIRE(first_row);
   CHECK((code == 143 || code == 0));  // stopped in its second epoch (or, on a fast machine, done)
   CHECK_THAT(output, Catch::Contains(transferred));
-  std::istringstream csv(yt::slurp(tmp / "ft" / "results.csv"));
-  std::string header, row;
-  std::getline(csv, header);
-  std::getline(csv, row);
-  std::vector<double> v;
-  std::stringstream cells(row);
-  for (std::string cell; std::getline(cells, cell, ',');) v.push_back(std::stod(cell));
-  REQUIRE(v.size() >= 8);
-  return v[6];
+  return yt::read_results(results).at(0, "metrics/mAP50(B)");
 }
 
 }  // namespace

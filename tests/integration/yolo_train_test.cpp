@@ -22,6 +22,7 @@
 #include <thread>
 #include <tuple>
 
+#include "results_csv.hpp"
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
 #include "train_runs.hpp"
@@ -100,9 +101,12 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
   CHECK_THAT(confusion, Catch::StartsWith("Predicted \\ True,rectangle,ellipse,triangle,cross,background\nrectangle,"));
   CHECK(std::count(confusion.begin(), confusion.end(), '\n') == 6);
   const std::string csv = yt::slurp(dir / "results.csv");
-  CHECK_THAT(csv, Catch::StartsWith("                  epoch,         train/box_loss,"));
+  CHECK_THAT(csv, Catch::StartsWith("epoch,time,train/box_loss,"));  // Ultralytics 8.3.9 and later
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);  // header + 2 epochs
-  CHECK(std::count(csv.begin(), csv.end(), ',') == 3 * 13);
+  CHECK(std::count(csv.begin(), csv.end(), ',') == 3 * 14);
+  const yt::Csv table = yt::read_results(dir / "results.csv");
+  CHECK(table.at(0, "time") > 0);  // the training seconds at each epoch's end
+  CHECK(table.at(1, "time") > table.at(0, "time"));
   CHECK(status_of(dir)["state"] == "completed");
   const std::string weights = exported_weights(dir, tmp / "export.txt");
   CHECK(weights.size() > 1000000);
@@ -154,26 +158,30 @@ void stop_and_resume_like_straight(const yt::TempDir& tmp, std::vector<std::stri
 }
 
 // An uninterrupted run of `extra` in tmp/straight, then the same stopped at `step` and resumed in
-// tmp/run: the weights and results.csv equal. Returns the uninterrupted run.
+// tmp/run: the weights and results.csv (but its `time` column) equal. Returns the uninterrupted run.
 Finished straight_and_resumed(const yt::TempDir& tmp, const std::vector<std::string>& extra, std::int64_t step) {
   const Finished straight = run_to_end(train_args(tmp / "straight", extra), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);
   const std::string csv = yt::slurp(tmp / "straight" / "run" / "results.csv");
   stop_and_resume_like_straight(tmp, extra, step);
-  CHECK(yt::slurp(tmp / "run" / "results.csv") == csv);
+  CHECK(yt::without_time(yt::slurp(tmp / "run" / "results.csv")) == yt::without_time(csv));
   return straight;
 }
 
 }  // namespace
 
-TEST_CASE("a YOLO11 run: SIGTERM mid-epoch and resume=true end with byte-identical weights", "[integration][yolo11]") {
+// With cls_pw (Ultralytics 8.4's class weights, from the training boxes per class): the resumed run
+// weighs the classes as the uninterrupted one did.
+TEST_CASE("a YOLO11 run with cls_pw: SIGTERM mid-epoch and resume=true end with byte-identical weights",
+          "[integration][yolo11]") {
   yt::TempDir tmp;
-  const std::vector<std::string> yolo11 = {"model=yolo11n.yaml"};
+  const std::vector<std::string> yolo11 = {"model=yolo11n.yaml", "cls_pw=0.5"};
   const Finished straight = run_to_end(train_args(tmp / "straight", yolo11), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);
   CHECK_THAT(yt::slurp(tmp / "straight" / "run" / "args.yaml"), Catch::Contains("model: \"yolo11n.yaml\""));
+  CHECK_THAT(straight.output, Catch::Contains("Class weights: ["));
   stop_and_resume_like_straight(tmp, yolo11, 3);
 }
 
@@ -549,10 +557,10 @@ TEST_CASE("yolo_train val and export work on a finished run and the textfile rep
   int columns = 0;
   for (std::string name, value; std::getline(names, name, ',') && std::getline(values, value, ',');) {
     name.erase(0, name.find_first_not_of(' '));
-    if (name == "epoch") continue;
+    if (name == "epoch" || name == "time") continue;
     CAPTURE(name);
     REQUIRE(metrics.contains(name));
-    CHECK(metrics[name].get<double>() == Approx(std::stod(value)).epsilon(1e-4).margin(1e-9));  // csv: %.5g
+    CHECK(metrics[name].get<double>() == Approx(std::stod(value)).epsilon(1e-4).margin(1e-9));  // csv: %.6g
     CHECK_THAT(text, Catch::Contains(",name=\"" + name + "\"} "));
     ++columns;
   }
@@ -651,23 +659,14 @@ TEST_CASE("yolo_train learns on the built-in shapes set", "[integration]") {
                                 tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
-  std::istringstream csv(yt::slurp(tmp / "shapes" / "results.csv"));
-  std::string line;
-  std::getline(csv, line);  // the header
-  std::vector<std::vector<double>> rows;
-  while (std::getline(csv, line)) {
-    std::vector<double> row;
-    std::istringstream cells(line);
-    for (std::string cell; std::getline(cells, cell, ',');) row.push_back(std::stod(cell));
-    rows.push_back(row);
-  }
-  REQUIRE(rows.size() == 12);
+  const yt::Csv csv = yt::read_results(tmp / "shapes" / "results.csv");
+  REQUIRE(csv.rows.size() == 12);
   double best_map50 = 0;
-  for (const auto& r : rows) best_map50 = std::max(best_map50, r[6]);  // metrics/mAP50(B)
+  for (std::size_t r = 0; r < csv.rows.size(); ++r) best_map50 = std::max(best_map50, csv.at(r, "metrics/mAP50(B)"));
   CHECK(best_map50 >= 0.25);
-  for (int loss = 1; loss <= 3; ++loss) {  // train/box_loss, cls_loss, dfl_loss
+  for (const char* loss : {"train/box_loss", "train/cls_loss", "train/dfl_loss"}) {
     CAPTURE(loss);
-    CHECK(rows.back()[loss] < 0.6 * rows.front()[loss]);
+    CHECK(csv.at(11, loss) < 0.6 * csv.at(0, loss));
   }
   // `val` finds the built-in set from the checkpoint's data=shapes and project.
   const Finished val = run_to_end(

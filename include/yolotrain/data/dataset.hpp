@@ -115,6 +115,8 @@ struct Dataset {
   std::size_t size() const { return records.size(); }
   /// Labelled boxes in all records.
   std::size_t boxes() const;
+  /// Labelled boxes of each class in all records, [nc()] (Ultralytics' get_class_counts).
+  std::vector<std::int64_t> boxes_per_class() const;
   /// Polygon outlines in all records: boxes() for a segmentation set, 0 for a detection set.
   std::size_t outlines() const;
 };

@@ -122,7 +122,7 @@ struct TrainConfig {
   std::string augmentations = "";   ///< Albumentations transforms (Python objects): refused when set
   std::string distill_model = "";   ///< a teacher for knowledge distillation: refused when set
   double cutmix = 0.0;              ///< 8.4's CutMix probability (data::cutmix)
-  double cls_pw = 0.0;              ///< 8.4's class-weight power: refused when > 0
+  double cls_pw = 0.0;              ///< 8.4's class-weight power (detection tasks): 0 none, 1 inverse frequency
   // --- yolotrain's lifecycle arguments
   double save_interval = 300;        ///< seconds between time-based checkpoints; 0: off
   std::int64_t keep_last = 2;        ///< rotating checkpoints kept

@@ -33,6 +33,7 @@ const char* to_string(RunOutcome outcome) noexcept;
 /// and lr/pg0-2; segmentation adds seg_loss and sem_loss and the (M) metrics of the masks.
 struct EpochMetrics {
   std::int64_t epoch = 0;  ///< 1-based, as results.csv
+  double time = 0;         ///< training seconds at the epoch's end, over every resume (results.csv's `time`)
   double fitness = 0;      ///< not a column of results.csv (as in Ultralytics)
   /// (name, value) in results.csv's order.
   std::vector<std::pair<std::string, double>> figures;

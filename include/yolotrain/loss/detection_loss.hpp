@@ -45,8 +45,12 @@ struct DetectionLossOptions {
   /// — static shapes, nothing read on the host. CUDA always runs it; on the CPU, false takes the
   /// faster sparse assigner and computes the terms on the positives only.
   bool device_step = false;
+  /// Each class's weight in the class term, [nc] (Ultralytics 8.4's class_weights from `cls_pw`:
+  /// the BCE of class c times weight c, before the division by the target scores' sum); undefined:
+  /// every class 1. class_weights_for() makes them from a training set's class counts.
+  at::Tensor class_weights{};
 
-  /// `model`'s head: its strides, nc and reg_max, topk 10, no topk2, no STAL.
+  /// `model`'s head: its strides, nc, reg_max and class weights, topk 10, no topk2, no STAL.
   static DetectionLossOptions of(const nn::DetectionModel& model);
   /// A copy with the assigner's topk and topk2 replaced (an end-to-end head's branches).
   DetectionLossOptions with_topk(int64_t topk, int64_t topk2) const {
@@ -131,6 +135,12 @@ class DetectionLoss {
   struct AnchorCache;
   std::shared_ptr<AnchorCache> anchor_cache_;
 };
+
+/// Ultralytics 8.4's DetectionTrainer.set_class_weights: per class (1 / count) ^ `power` (a class
+/// with no instance counted as 1), divided by their mean; float32 [nc] on the CPU. Undefined when
+/// `power` is 0 or nothing is counted (every class then weighs 1). Throws yolotrain::Error when
+/// `power` is outside [0, 1].
+at::Tensor class_weights_for(const std::vector<int64_t>& class_counts, double power);
 
 /// Distribution focal loss (Ultralytics' DFLoss): pred_dist [4 * P, reg_max] logits (P anchors,
 /// sides l, t, r, b) against target distances [P, 4] in bins, clamped to [0, reg_max - 1.01];

@@ -91,6 +91,11 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   }
   /// Class names (from the options, else "0" ... "nc-1").
   std::vector<std::string> names() const;
+  /// Ultralytics 8.4's `model.class_weights` (DetectionTrainer.set_class_weights, `cls_pw`): the
+  /// class term's weight per class, [nc], read by a loss built from this model afterwards
+  /// (loss::DetectionLossOptions::of); undefined (the default): every class weighs 1.
+  const at::Tensor& class_weights() const { return class_weights_; }
+  void set_class_weights(at::Tensor weights) { class_weights_ = std::move(weights); }
   /// The scale used ("n", "s", ...; empty when the YAML has no scales).
   const std::string& scale() const { return scale_; }
   /// The model YAML the model was built from.
@@ -129,6 +134,7 @@ class DetectionModelImpl : public torch::nn::Cloneable<DetectionModelImpl> {
   std::string scale_;
   int64_t nc_ = 0;
   bool fused_ = false;
+  at::Tensor class_weights_;
 };
 TORCH_MODULE(DetectionModel);
 

@@ -103,31 +103,46 @@ TEST_CASE("a segmentation epoch takes the box and mask figures of a validation, 
   CHECK(m.fitness == Approx(0.8));  // SegmentMetrics.fitness: seg.fitness() + box fitness
 }
 
-// The header and a row as Ultralytics' save_metrics writes them ("%23s," / "%23.5g,").
+// The header and a row as Ultralytics 8.4.117's save_metrics writes them ("%s," / "%.6g,", since
+// 8.3.9): the header and first row of results.csv from its own DetectionTrainer (yolov8n on shapes,
+// seed 0, `python3 scripts/compare_learning.py --model yolov8n.yaml ...`).
 TEST_CASE("results.csv's header and rows are Ultralytics' bytes", "[engine]") {
   en::TrainConfig cfg;
-  const ytnn::DetectionModel model(ytnn::DetectionModelOptions("yolo11n.yaml").nc(2));
+  const ytnn::DetectionModel model(ytnn::DetectionModelOptions("yolov8n.yaml").nc(4));
   en::EpochMetrics m = en::make_task(model, cfg)->epoch_metrics();
   CHECK(en::results_csv_header(m) ==
-        "                  epoch,         train/box_loss,         train/cls_loss,         train/dfl_loss,"
-        "   metrics/precision(B),      metrics/recall(B),       metrics/mAP50(B),    metrics/mAP50-95(B),"
-        "           val/box_loss,           val/cls_loss,           val/dfl_loss,                 lr/pg0,"
-        "                 lr/pg1,                 lr/pg2\n");
-  m.epoch = 2;
-  for (const auto& [name, value] : std::vector<std::pair<std::string, double>>{{"train/box_loss", 3.1173},
-                                                                                {"train/cls_loss", 2.4614},
-                                                                                {"train/dfl_loss", 1.783},
-                                                                                {"val/box_loss", 1.3955},
-                                                                                {"val/cls_loss", 3.6696},
-                                                                                {"val/dfl_loss", 0.77507},
-                                                                                {"lr/pg0", 0.00039769},
-                                                                                {"lr/pg1", 0.00039769},
-                                                                                {"lr/pg2", 0.00039769}}) {
+        "epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),"
+        "metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2\n");
+  m.epoch = 1;
+  m.time = 14.73912;
+  for (const auto& [name, value] : std::vector<std::pair<std::string, double>>{{"train/box_loss", 5.903104},
+                                                                                {"train/cls_loss", 4.398332},
+                                                                                {"train/dfl_loss", 4.259871},
+                                                                                {"val/box_loss", 6.148751},
+                                                                                {"val/cls_loss", 4.473159},
+                                                                                {"val/dfl_loss", 4.164477},
+                                                                                {"lr/pg0", 0.000390625},
+                                                                                {"lr/pg1", 0.000390625},
+                                                                                {"lr/pg2", 0.000390625}}) {
     REQUIRE(m.set(name, value));
   }
   CHECK(en::results_csv_row(m) ==
-        "                      2,                 3.1173,                 2.4614,                  1.783,"
-        "                      0,                      0,                      0,                      0,"
-        "                 1.3955,                 3.6696,                0.77507,             0.00039769,"
-        "             0.00039769,             0.00039769\n");
+        "1,14.7391,5.9031,4.39833,4.25987,0,0,0,0,6.14875,4.47316,4.16448,0.000390625,0.000390625,0.000390625\n");
+}
+
+// A checkpoint written before the `time` column keeps its results.csv text in the old layout
+// (Ultralytics 8.0's "%23s,"): a resumed run continues it in the new one, the old rows' time empty.
+TEST_CASE("a results.csv from before the time column is continued in the current layout", "[engine]") {
+  const std::string old = "                  epoch,         train/box_loss,                 lr/pg0\n"
+                          "                      1,                  6.037,             0.00039062\n";
+  CHECK(en::results_csv_with_time(old) == "epoch,time,train/box_loss,lr/pg0\n1,,6.037,0.00039062\n");
+  const std::string current = "epoch,time,train/box_loss\n1,2.5,6.037\n";
+  CHECK(en::results_csv_with_time(current) == current);
+  CHECK(en::results_csv_with_time("").empty());
+  en::detail::ResultsCsv csv({}, old);
+  en::EpochMetrics m = en::EpochMetrics::with_columns({"train/box_loss", "lr/pg0"});
+  m.epoch = 2;
+  m.time = 30;
+  csv.add(m, nullptr);
+  CHECK(csv.text() == "epoch,time,train/box_loss,lr/pg0\n1,,6.037,0.00039062\n2,30,0,0\n");
 }

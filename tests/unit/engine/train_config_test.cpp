@@ -65,7 +65,8 @@ TEST_CASE("unknown keys suggest the closest valid ones", "[engine]") {
 
 // Ultralytics 8.4's arguments yolotrain cannot honour are taken at their defaults and refused, saying
 // why, when set; multi_scale is 8.4's fraction (True reads as 1, as Python reads it).
-TEST_CASE("8.4's arguments: multi_scale a fraction, cls_remap, compile and channels_last taken, the rest refused",
+TEST_CASE("8.4's arguments: multi_scale a fraction, cls_remap, cls_pw, compile and channels_last taken, the rest "
+          "refused",
           "[engine]") {
   const TrainConfig d = TrainConfig::from_args({"multi_scale=0.25", "cls_remap=False", "compile=True",
                                                 "channels_last=False", "cutmix=0.0", "cls_pw=0", "augmentations=None",
@@ -79,7 +80,8 @@ TEST_CASE("8.4's arguments: multi_scale a fraction, cls_remap, compile and chann
   CHECK(TrainConfig::from_args({"compile=reduce-overhead"}).compile == "reduce-overhead");
   CHECK_THROWS_WITH(TrainConfig::from_args({"multi_scale=1.5"}), Contains("'multi_scale'"));
   CHECK(TrainConfig::from_args({"cutmix=0.5"}).cutmix == 0.5);
-  CHECK_THROWS_WITH(TrainConfig::from_args({"cls_pw=0.5"}), Contains("use cls_pw=0"));
+  CHECK(TrainConfig::from_args({"cls_pw=0.5"}).cls_pw == 0.5);
+  CHECK_THROWS_WITH(TrainConfig::from_args({"cls_pw=1.5"}), Contains("'cls_pw'"));  // Ultralytics: within [0, 1]
   CHECK_THROWS_WITH(TrainConfig::from_args({"augmentations=[Blur()]"}), Contains("no Albumentations"));
   CHECK_THROWS_WITH(TrainConfig::from_args({"distill_model=yolo11x.pt"}), Contains("knowledge distillation"));
 }

@@ -97,6 +97,45 @@ TEST_CASE("8.4's v8DetectionLoss (STAL) of YOLO11n equals Ultralytics' on a fixe
   CHECK(std::abs(without - ref["yolo11n_v8_stal"]["total"].get<double>()) > 1e-2);
 }
 
+// cls_pw: the weights Ultralytics' DetectionTrainer makes from class counts (one class with none),
+// and its v8DetectionLoss of a model carrying them; the device step's class term weighs alike, its
+// gradient too.
+TEST_CASE("cls_pw: 8.4's class weights, and v8DetectionLoss with them, equal Ultralytics'", "[loss]") {
+  const json ref = reference();
+  const json& cw = ref["class_weights"];
+  const at::Tensor w = yl::class_weights_for(cw["counts"].get<std::vector<int64_t>>(), cw["power"].get<double>());
+  REQUIRE(w.numel() == 3);
+  for (int64_t c = 0; c < 3; ++c) CHECK(w[c].item<double>() == Approx(cw["weights"][c].get<double>()).epsilon(1e-6));
+  CHECK_FALSE(yl::class_weights_for({412, 0, 57}, 0.0).defined());  // cls_pw=0: no weights
+  CHECK_FALSE(yl::class_weights_for({0, 0, 0}, 0.5).defined());     // nothing counted
+  CHECK_THROWS_WITH(yl::class_weights_for({1, 2}, 1.5), Catch::Contains("outside [0, 1]"));
+  if (!fs::exists(kWeights / "bccd_yolo11n" / "best.pt")) {
+    WARN("the loss part skipped: " << (kWeights / "bccd_yolo11n" / "best.pt").string() << " is absent");
+    return;
+  }
+  nn::DetectionModel model = train_mode("bccd_yolo11n");
+  std::vector<at::Tensor> outputs;
+  {
+    torch::NoGradGuard no_grad;
+    outputs = model->forward(ultralytics84_image(ref["batch"], ref["imgsz"][0], ref["imgsz"][1]));
+  }
+  model->set_class_weights(w);
+  yl::DetectionLossOptions options = yl::DetectionLossOptions::of(model);  // reads the model's, as Ultralytics
+  options.stal = true;
+  const auto gradients = [&](bool device_step) {
+    std::vector<at::Tensor> leaves;
+    for (const auto& o : outputs) leaves.push_back(o.detach().requires_grad_());
+    yl::DetectionLossOptions o = options;
+    o.device_step = device_step;
+    const yl::LossOutput out = yl::DetectionLoss(o)(leaves, targets(ref["targets"]));
+    check_against_ultralytics(out, ref["yolo11n_v8_stal_class_weights"]);
+    out.total.backward();
+    return leaves;
+  };
+  const auto sparse = gradients(false), dense = gradients(true);
+  for (size_t i = 0; i < sparse.size(); ++i) CHECK(at::allclose(sparse[i].grad(), dense[i].grad(), 1e-4, 1e-6));
+}
+
 TEST_CASE("E2ELoss' one-to-many weight falls from 0.8 to 0.1 over the run's epochs", "[loss]") {
   CHECK(yl::E2ELoss::o2m_after(0, 10) == Approx(0.8));
   CHECK(yl::E2ELoss::o2m_after(9, 10) == Approx(0.1));
