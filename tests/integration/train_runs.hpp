@@ -3,8 +3,10 @@
 // shapes set, its exported weights, and those of the uninterrupted run (trained once per build).
 #include "catch.hpp"
 
+#include <fcntl.h>
 #include <map>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,17 +84,27 @@ inline const std::string& baseline(const std::vector<std::string>& extra = {}) {
   const fs::path cache = YOLOTRAIN_TEST_CACHE_DIR;
   const fs::path kept = cache / ("baseline-" + build + "-" + lifecycle::sha256_hex(args) + ".safetensors");
   if (fs::exists(kept)) return trained_for[extra] = slurp(kept);
+  // One test process trains it; another one needing it meanwhile (ctest -j) waits for that one's
+  // file instead of training the same run beside it. The lock goes with its holder, even a killed one.
+  fs::create_directories(cache);
+  const int lock = ::open((kept.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(lock >= 0);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  REQUIRE(::flock(lock, LOCK_EX) == 0);
+  if (fs::exists(kept)) return trained_for[extra] = slurp(kept);
   TempDir dir;
   const Finished f = run_to_end(train_args(dir.path(), extra), dir / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
   const std::string trained = exported_weights(dir / "run", dir / "export.txt");
-  fs::create_directories(cache);
   std::error_code ignored;
   for (const auto& e : fs::directory_iterator(cache)) {  // an older build's (not a .part being written)
     const std::string name = e.path().filename().string();
-    if (e.path().extension() == ".safetensors" && name.rfind("baseline-", 0) == 0 &&
-        name.rfind("baseline-" + build + "-", 0) != 0) {
+    if ((e.path().extension() == ".safetensors" || e.path().extension() == ".lock") &&
+        name.rfind("baseline-", 0) == 0 && name.rfind("baseline-" + build + "-", 0) != 0) {
       fs::remove(e.path(), ignored);
     }
   }
