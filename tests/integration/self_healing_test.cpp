@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace yt = yolotrain::test;
 namespace en = yolotrain::engine;
 using yt::baseline;
-using yt::exported_weights;
+using yt::weights_of;
 using yt::train_args;
 
 namespace {
@@ -42,7 +42,7 @@ TEST_CASE("a NaN loss rolls the run back and the replay ends byte-identical", "[
     const std::string log = yt::slurp(tmp / "run" / "train.log");
     CHECK_THAT(log, Catch::Contains("the loss was NaN/Inf at step " + std::to_string(step)) &&
                         Catch::Contains(step == 2 ? "rolling back to step 0" : "rolling back to step 4"));
-    CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
+    CHECK(weights_of(tmp / "run") == baseline());
   }
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("an out-of-memory error in the first epoch restarts the run with half 
   resume.set("resume", "true");  // the stored arguments win: batch 2
   const en::RunResult resumed = en::Trainer(resume).run(token);
   CHECK(resumed.outcome == en::RunOutcome::Completed);
-  CHECK(exported_weights(tmp / "oom" / "run", tmp / "oom.txt") == exported_weights(tmp / "b2" / "run", tmp / "b2.txt"));
+  CHECK(weights_of(tmp / "oom" / "run") == weights_of(tmp / "b2" / "run"));
 }
 
 TEST_CASE("out of memory again at batch 1 fails the run with the error", "[integration][self-healing]") {

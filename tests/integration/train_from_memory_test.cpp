@@ -31,7 +31,7 @@ TEST_CASE("in-memory samples: a run stopped by SIGTERM resumes to byte-identical
   REQUIRE(uninterrupted.code == 0);
   CHECK_THAT(uninterrupted.output, Catch::Contains("train: 16 images"));
   CHECK_THAT(yt::slurp(whole / "run/args.yaml"), Catch::Contains("data: \"memory\""));
-  const std::string expected = yt::exported_weights(whole / "run", whole / "export.txt");
+  const std::string expected = yt::weights_of(whole / "run");
 
   yt::Child child = yt::spawn(memory_args(tmp.path()), tmp / "out1.txt");
   REQUIRE(yt::wait_for_step(tmp / "run", 3));
@@ -41,7 +41,7 @@ TEST_CASE("in-memory samples: a run stopped by SIGTERM resumes to byte-identical
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(tmp / "run", tmp / "export.txt") == expected);
+  CHECK(yt::weights_of(tmp / "run") == expected);
 
   // yolo_train cannot resume it: the samples live in the program.
   const yt::Finished cli = yt::run_to_end({YOLO_TRAIN_PATH, "resume=" + (tmp / "run").string(), "epochs=5"},

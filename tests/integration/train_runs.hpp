@@ -19,6 +19,7 @@
 
 #include "test_support.hpp"
 #include "tiny_shapes.hpp"
+#include "yolotrain/io/model_weights.hpp"
 #include "yolotrain/lifecycle/checkpoint/checkpoint_store.hpp"
 #include "yolotrain/lifecycle/files/sha256.hpp"
 
@@ -37,7 +38,24 @@ inline std::vector<std::string> train_args(const fs::path& project, std::vector<
   return a;
 }
 
-// The exported EMA weights of the run's newest checkpoint, as bytes.
+// The EMA weights of the run's newest checkpoint as bytes (each tensor's name, type, shape and
+// data): what `yolo_train export` writes from it (io::read_model_weights, as the export reads it),
+// read in this process — an export is one process start more per comparison.
+inline std::string weights_of(const fs::path& run_dir) {
+  yolotrain::lifecycle::CheckpointStore store({run_dir / "weights", 2, "", "last", {}});
+  const auto newest = store.checkpoints();
+  REQUIRE_FALSE(newest.empty());
+  const io::ModelWeights w = io::read_model_weights(newest.front());
+  std::string bytes;
+  for (const auto& [name, tensor] : w.tensors) {
+    const at::Tensor t = tensor.contiguous();
+    bytes += name + " " + std::string(t.dtype().name()) + " " + c10::str(t.sizes()) + "\n";
+    bytes.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  }
+  return bytes;
+}
+
+// The run's newest checkpoint exported by `yolo_train export` (its .safetensors beside it), as bytes.
 inline std::string exported_weights(const fs::path& run_dir, const fs::path& out) {
   yolotrain::lifecycle::CheckpointStore store({run_dir / "weights", 2, "", "last", {}});
   const auto newest = store.checkpoints();
@@ -67,7 +85,7 @@ inline std::string build_stamp() {
   return stamp;
 }
 
-// The exported weights of an uninterrupted run of train_args(extra): trained once for the whole
+// The weights (weights_of()) of an uninterrupted run of train_args(extra): trained once for the whole
 // suite, not once per test process. The first test to need them trains the run and keeps the
 // weights in YOLOTRAIN_TEST_CACHE_DIR under the SHA-256 of build_stamp() and the run's arguments
 // (the same program, libraries and arguments train the same bytes: that is what every test
@@ -82,7 +100,7 @@ inline const std::string& baseline(const std::vector<std::string>& extra = {}) {
   }
   const std::string build = lifecycle::sha256_hex(stamp).substr(0, 16);
   const fs::path cache = YOLOTRAIN_TEST_CACHE_DIR;
-  const fs::path kept = cache / ("baseline-" + build + "-" + lifecycle::sha256_hex(args) + ".safetensors");
+  const fs::path kept = cache / ("baseline-" + build + "-" + lifecycle::sha256_hex(args) + ".weights");
   if (fs::exists(kept)) return trained_for[extra] = slurp(kept);
   // One test process trains it; another one needing it meanwhile (ctest -j) waits for that one's
   // file instead of training the same run beside it. The lock goes with its holder, even a killed one.
@@ -99,12 +117,13 @@ inline const std::string& baseline(const std::vector<std::string>& extra = {}) {
   const Finished f = run_to_end(train_args(dir.path(), extra), dir / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
-  const std::string trained = exported_weights(dir / "run", dir / "export.txt");
+  const std::string trained = weights_of(dir / "run");
   std::error_code ignored;
   for (const auto& e : fs::directory_iterator(cache)) {  // an older build's (not a .part being written)
     const std::string name = e.path().filename().string();
-    if ((e.path().extension() == ".safetensors" || e.path().extension() == ".lock") &&
-        name.rfind("baseline-", 0) == 0 && name.rfind("baseline-" + build + "-", 0) != 0) {
+    const auto ext = e.path().extension();
+    if ((ext == ".weights" || ext == ".safetensors" || ext == ".lock") && name.rfind("baseline-", 0) == 0 &&
+        name.rfind("baseline-" + build + "-", 0) != 0) {
       fs::remove(e.path(), ignored);
     }
   }
@@ -133,7 +152,7 @@ inline void check_stopped_and_resumed(const TempDir& tmp, const RunArgs& args, c
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(exported_weights(dir, tmp / "export.txt") == exported_weights(straight, tmp / "export-straight.txt"));
+  CHECK(weights_of(dir) == weights_of(straight));
 }
 
 }  // namespace yolotrain::test

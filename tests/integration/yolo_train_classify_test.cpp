@@ -42,8 +42,9 @@ TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch the
   const fs::path run = tmp / "straight" / "run";
   CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"classify\""));
   const yt::Csv csv = yt::read_results(run / "results.csv");
-  CHECK(csv.names == std::vector<std::string>{"epoch", "train/loss", "metrics/accuracy_top1", "metrics/accuracy_top5",
-                                              "val/loss", "lr/pg0", "lr/pg1", "lr/pg2"});
+  CHECK(csv.names == std::vector<std::string>{
+      "epoch", "time", "train/loss", "metrics/accuracy_top1", "metrics/accuracy_top5", "val/loss", "lr/pg0",
+      "lr/pg1", "lr/pg2"});
   REQUIRE(csv.rows.size() == 2);
   CHECK(csv.at(1, "train/loss") > 0);
   CHECK(csv.at(1, "val/loss") > 0);

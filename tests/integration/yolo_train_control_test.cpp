@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 namespace yt = yolotrain::test;
 using namespace std::chrono_literals;
 using yt::baseline;
-using yt::exported_weights;
+using yt::weights_of;
 using yt::train_args;
 
 namespace {
@@ -103,7 +103,7 @@ TEST_CASE("over HTTP: pause, checkpoint and resume leave the weights of an unint
   const auto code = yt::wait_exit(child, 300s);
   INFO(yt::slurp(tmp / "out.txt"));
   CHECK(code == 0);
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("a stop over HTTP checkpoints and exits 75, and resume=true ends with the same weights",
@@ -126,7 +126,7 @@ TEST_CASE("a stop over HTTP checkpoints and exits 75, and resume=true ends with 
   const yt::Finished resumed = yt::run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("with a token: none or a wrong one is 401 and changes nothing, the token is in no file or log",

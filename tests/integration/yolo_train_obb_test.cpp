@@ -61,7 +61,7 @@ TEST_CASE("an OBB run: Ultralytics' columns, and SIGTERM mid-epoch then resume=t
   const fs::path run = tmp / "straight" / "run";
   CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"obb\""));
   const yt::Csv csv = yt::read_results(run / "results.csv");
-  CHECK(csv.names == std::vector<std::string>{"epoch", "train/box_loss", "train/cls_loss", "train/dfl_loss",
+  CHECK(csv.names == std::vector<std::string>{"epoch", "time", "train/box_loss", "train/cls_loss", "train/dfl_loss",
                                               "train/angle_loss", "metrics/precision(B)", "metrics/recall(B)",
                                               "metrics/mAP50(B)", "metrics/mAP50-95(B)", "val/box_loss",
                                               "val/cls_loss", "val/dfl_loss", "val/angle_loss", "lr/pg0", "lr/pg1",

@@ -43,12 +43,10 @@ TEST_CASE("a pose run: Ultralytics' pose columns, and SIGTERM mid-epoch then res
   CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"pose\""));
   const yt::Csv csv = yt::read_results(run / "results.csv");
   CHECK(csv.names == std::vector<std::string>{
-                         "epoch",           "train/box_loss",       "train/pose_loss",     "train/kobj_loss",
-                         "train/cls_loss",  "train/dfl_loss",       "metrics/precision(B)", "metrics/recall(B)",
-                         "metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/precision(P)", "metrics/recall(P)",
-                         "metrics/mAP50(P)", "metrics/mAP50-95(P)", "val/box_loss",         "val/pose_loss",
-                         "val/kobj_loss",   "val/cls_loss",         "val/dfl_loss",        "lr/pg0",
-                         "lr/pg1",          "lr/pg2"});
+      "epoch", "time", "train/box_loss", "train/pose_loss", "train/kobj_loss", "train/cls_loss", "train/dfl_loss",
+      "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/precision(P)",
+      "metrics/recall(P)", "metrics/mAP50(P)", "metrics/mAP50-95(P)", "val/box_loss", "val/pose_loss",
+      "val/kobj_loss", "val/cls_loss", "val/dfl_loss", "lr/pg0", "lr/pg1", "lr/pg2"});
   REQUIRE(csv.rows.size() == 2);
   CHECK(csv.at(1, "train/pose_loss") > 0);
   CHECK(csv.at(1, "train/kobj_loss") > 0);

@@ -119,7 +119,7 @@ void preemption_drill(const std::string& cloud) {
     INFO(resumed.output);
     CHECK(resumed.code == 0);
   }
-  CHECK(yt::exported_weights(dir, tmp / "export.txt") == expected);
+  CHECK(yt::weights_of(dir) == expected);
 }
 
 }  // namespace
@@ -235,7 +235,7 @@ TEST_CASE("Slurm's suspend (SIGTSTP, SIGSTOP, later SIGCONT) leaves the run cons
       const auto code = yt::wait_exit(child, 300s);
       INFO(yt::slurp(tmp / "out.txt"));
       CHECK(code == 0);
-      CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::baseline());
+      CHECK(yt::weights_of(dir) == yt::baseline());
     }
   }
 }

@@ -122,7 +122,7 @@ TEST_CASE("remote=: SIGTERM mid-epoch, the run folder deleted, a resume from the
                                  Catch::Contains("checksum mismatch"));
   CHECK_THAT(resumed.output, Catch::Contains("resume: downloaded s3://runs/exp/weights/" + newest.filename().string()));
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(tmp / "m2/run", tmp / "export.txt") == yt::baseline());
+  CHECK(yt::weights_of(tmp / "m2/run") == yt::baseline());
   CHECK(yt::slurp(tmp / "m2/run/results.csv") == client_of(server).get_object("exp/results.csv"));
   // args.yaml names the folder the run now trains in, not the gone machine's.
   const std::string args = yt::slurp(tmp / "m2/run/args.yaml");
@@ -149,7 +149,7 @@ TEST_CASE("a checkpoint put in the bucket by another client is resumed by resume
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(tmp / "other/run", tmp / "export.txt") == yt::baseline());
+  CHECK(yt::weights_of(tmp / "other/run") == yt::baseline());
   // resume=s3:// keeps mirroring there: the finished run's last checkpoint is in the bucket.
   const auto steps = remote_steps(server, "by-aws");
   REQUIRE_FALSE(steps.empty());

@@ -48,12 +48,10 @@ TEST_CASE("a segmentation run: SIGTERM, pause and SIGKILL mid-epoch and resume=t
   CHECK_THAT(yt::slurp(run / "args.yaml"), Catch::Contains("task: \"segment\""));
   const yt::Csv csv = yt::read_results(run / "results.csv");
   CHECK(csv.names == std::vector<std::string>{
-                         "epoch",           "train/box_loss",       "train/seg_loss",      "train/cls_loss",
-                         "train/dfl_loss",  "train/sem_loss",       "metrics/precision(B)", "metrics/recall(B)",
-                         "metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/precision(M)", "metrics/recall(M)",
-                         "metrics/mAP50(M)", "metrics/mAP50-95(M)", "val/box_loss",         "val/seg_loss",
-                         "val/cls_loss",    "val/dfl_loss",         "val/sem_loss",        "lr/pg0",
-                         "lr/pg1",          "lr/pg2"});
+      "epoch", "time", "train/box_loss", "train/seg_loss", "train/cls_loss", "train/dfl_loss", "train/sem_loss",
+      "metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/precision(M)",
+      "metrics/recall(M)", "metrics/mAP50(M)", "metrics/mAP50-95(M)", "val/box_loss", "val/seg_loss", "val/cls_loss",
+      "val/dfl_loss", "val/sem_loss", "lr/pg0", "lr/pg1", "lr/pg2"});
   REQUIRE(csv.rows.size() == 2);
   CHECK(csv.at(1, "train/seg_loss") > 0);
   CHECK(csv.at(1, "val/seg_loss") > 0);
@@ -75,7 +73,7 @@ TEST_CASE("a segmentation run: SIGTERM, pause and SIGKILL mid-epoch and resume=t
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
+  CHECK(yt::weights_of(dir) == yt::weights_of(run));
   // The stop may fall on the epoch's last batch: the resumed epoch's end reports the learning rates
   // that batch trained with.
   CHECK(yt::without_time(yt::slurp(dir / "results.csv")) == yt::without_time(yt::slurp(run / "results.csv")));
@@ -96,7 +94,7 @@ TEST_CASE("a segmentation run: SIGTERM, pause and SIGKILL mid-epoch and resume=t
   const yt::Finished after_kill = yt::run_to_end(seg_args(tmp.path(), again), tmp / "out4.txt");
   INFO(after_kill.output);
   CHECK(after_kill.code == 0);
-  CHECK(yt::exported_weights(killed, tmp / "export3.txt") == yt::exported_weights(run, tmp / "export4.txt"));
+  CHECK(yt::weights_of(killed) == yt::weights_of(run));
 }
 
 // YOLO26-seg: E2ELoss around the segmentation loss, the semantic head's term, weights that move per
@@ -122,7 +120,7 @@ TEST_CASE("a YOLO26-seg run: SIGTERM in its second epoch and resume=true end wit
   const yt::Finished resumed = yt::run_to_end(seg_args(tmp.path(), again), tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
-  CHECK(yt::exported_weights(dir, tmp / "export.txt") == yt::exported_weights(run, tmp / "export-straight.txt"));
+  CHECK(yt::weights_of(dir) == yt::weights_of(run));
 }
 
 TEST_CASE("task=segment trains the seg defaults, and a seg model on box labels exits 2 saying why",

@@ -45,6 +45,7 @@ using yt::status_of;
 using yt::baseline;
 using yt::dataset;
 using yt::exported_weights;
+using yt::weights_of;
 using yt::train_args;
 
 }  // namespace
@@ -108,7 +109,7 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
   CHECK(table.at(0, "time") > 0);  // the training seconds at each epoch's end
   CHECK(table.at(1, "time") > table.at(0, "time"));
   CHECK(status_of(dir)["state"] == "completed");
-  const std::string weights = exported_weights(dir, tmp / "export.txt");
+  const std::string weights = exported_weights(dir, tmp / "export.txt");  // the real export: its file is read
   CHECK(weights.size() > 1000000);
   yolotrain::lifecycle::CheckpointStore store({dir / "weights", 2, "", "last", {}});
   const auto tensors =
@@ -131,7 +132,7 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
   // results.png after the resume shows the whole run: it is results.csv's every epoch, drawn.
   const std::string csv = yt::slurp(dir / "results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
@@ -153,8 +154,7 @@ void stop_and_resume_like_straight(const yt::TempDir& tmp, std::vector<std::stri
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(exported_weights(dir, tmp / "export.txt") ==
-        exported_weights(tmp / "straight" / "run", tmp / "export-straight.txt"));
+  CHECK(weights_of(dir) == weights_of(tmp / "straight" / "run"));
 }
 
 // An uninterrupted run of `extra` in tmp/straight, then the same stopped at `step` and resumed in
@@ -266,7 +266,7 @@ TEST_CASE("a stop inside validation is validated again on resume and changes not
   CHECK(yt::thread_count() <= threads_after_stop);  // a second run leaves no thread behind either
   const std::string csv = yt::slurp(tmp / "run" / "results.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
-  CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
+  CHECK(weights_of(tmp / "run") == baseline());
 }
 
 TEST_CASE("listeners: two on one event are called in order, and one that throws fails the run with a checkpoint",
@@ -353,7 +353,7 @@ TEST_CASE("a pause and resume leave the result unchanged", "[integration]") {
   const auto code = yt::wait_exit(child, 300s);
   INFO(yt::slurp(tmp / "out.txt"));
   CHECK(code == 0);
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("SIGTERM while paused stops at the paused step and the run resumes exactly", "[integration]") {
@@ -375,7 +375,7 @@ TEST_CASE("SIGTERM while paused stops at the paused step and the run resumes exa
   const Finished resumed = run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("bad yolo_train arguments exit 2 with a clear message", "[integration]") {
@@ -430,7 +430,7 @@ TEST_CASE("yolo_train survives SIGKILL at random moments and resumes exactly", "
   INFO(f.output);
   const bool finished_already = f.output.find("already finished") != std::string::npos;
   CHECK((f.code == 0 || finished_already));
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("bad values and unusable datasets exit 2 and imgsz is rounded up", "[integration]") {
@@ -479,7 +479,7 @@ TEST_CASE("a corrupt newest checkpoint falls back to the previous one and still 
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resume: skipping"));
   CHECK_THAT(resumed.output, Catch::Contains(files.front().filename().string()));
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the run", "[integration]") {
@@ -494,7 +494,7 @@ TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the 
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
-  CHECK(exported_weights(dir, tmp / "export.txt") == baseline());
+  CHECK(weights_of(dir) == baseline());
 }
 
 TEST_CASE("plots=false draws nothing and trains the same weights as the run that draws", "[integration]") {
@@ -508,7 +508,7 @@ TEST_CASE("plots=false draws nothing and trains the same weights as the run that
     CHECK(e.path().extension() != ".png");
     CHECK(e.path().filename() != "confusion_matrix.csv");
   }
-  CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());  // baseline() draws (plots=true)
+  CHECK(weights_of(tmp / "run") == baseline());  // baseline() draws (plots=true)
 }
 
 TEST_CASE("a picture that cannot be written is one warning and the run trains the same weights", "[integration]") {
@@ -527,7 +527,7 @@ TEST_CASE("a picture that cannot be written is one warning and the run trains th
   CHECK(count("WARNING plot results.png not written: ") == 1);  // drawn after each of 2 epochs
   CHECK(count("WARNING plot ") == 2);
   CHECK(fs::exists(tmp / "run" / "val_batch0_pred.jpg"));  // the others are written
-  CHECK(exported_weights(tmp / "run", tmp / "export.txt") == baseline());
+  CHECK(weights_of(tmp / "run") == baseline());
 }
 
 TEST_CASE("yolo_train val and export work on a finished run and the textfile reports it", "[integration]") {
