@@ -330,6 +330,9 @@ TrainConfig val_config(const std::vector<std::string>& args) {
     if (a.rfind("model=", 0) == 0 && ends_with(a, ".ytckpt") && fs::is_regular_file(a.substr(6))) {
       cfg.load_yaml_text(lc::CheckpointStore::read_meta(a.substr(6)).config, a.substr(6));  // no tensors
       cfg.verbose = true;  // the per-class table, whatever the training run printed
+      // The pictures too, whatever it drew: Ultralytics' val keeps only imgsz, data, task and
+      // single_cls of the checkpoint's arguments (engine/model.py _reset_ckpt_args), plots is its own.
+      cfg.plots = TrainConfig().plots;
     }
     if (a.rfind("model=", 0) == 0 && ends_with(a, ".pt") && fs::is_regular_file(a.substr(6))) {
       try {

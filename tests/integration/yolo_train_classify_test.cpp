@@ -32,7 +32,7 @@ std::vector<std::string> cls_args(const fs::path& project, std::vector<std::stri
 TEST_CASE("a classification run: Ultralytics' columns, and SIGTERM mid-epoch then resume=true end byte-identical",
           "[integration][classify]") {
   yt::TempDir tmp;
-  const std::vector<std::string> cls = {"model=yolo11n-cls.yaml", "imgsz=32"};
+  const std::vector<std::string> cls = {"model=yolo11n-cls.yaml", "imgsz=32", "plots=true"};
   const yt::Finished straight = yt::run_to_end(cls_args(tmp / "straight", cls), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);

@@ -52,7 +52,7 @@ using namespace obb_runs;
 TEST_CASE("an OBB run: Ultralytics' columns, and SIGTERM mid-epoch then resume=true end byte-identical",
           "[integration][obb]") {
   yt::TempDir tmp;
-  const std::vector<std::string> obb = {"model=yolo11n-obb.yaml"};
+  const std::vector<std::string> obb = {"model=yolo11n-obb.yaml", "plots=true"};
   const yt::Finished straight = yt::run_to_end(obb_args(tmp / "straight", obb), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);

@@ -38,7 +38,8 @@ TEST_CASE("a segmentation run: SIGTERM, pause and SIGKILL mid-epoch and resume=t
   yt::TempDir tmp;
   const std::vector<std::string> seg = {"model=yolov8n-seg.yaml"};
   std::vector<std::string> logged = seg;
-  logged.push_back("tensorboard=true");  // logging changes no weight: the stopped run below goes without
+  logged.push_back("tensorboard=true");  // logging and pictures change no weight: the stopped run below goes
+  logged.push_back("plots=true");        // without either
   const yt::Finished straight = yt::run_to_end(seg_args(tmp / "straight", logged), tmp / "straight.txt");
   INFO(straight.output);
   REQUIRE(straight.code == 0);

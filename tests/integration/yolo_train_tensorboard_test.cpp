@@ -56,12 +56,14 @@ TEST_CASE("tensorboard=true: the event file, read back independently, holds resu
   }
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(yt::train_args(tmp.path(), {"tensorboard=true", "epochs=3"}), tmp / "out1.txt");
+  yt::Child child =
+      yt::spawn(yt::train_args(tmp.path(), {"tensorboard=true", "epochs=3", "plots=true"}), tmp / "out1.txt");
   REQUIRE(yt::wait_for_step(dir, 6));  // inside epoch 2
   kill(child.pid, SIGTERM);
   REQUIRE(yt::wait_exit(child, 120s) == 143);
   const yt::Finished resumed =
-      yt::run_to_end(yt::train_args(tmp.path(), {"tensorboard=true", "epochs=3", "resume=true"}), tmp / "out2.txt");
+      yt::run_to_end(yt::train_args(tmp.path(), {"tensorboard=true", "epochs=3", "plots=true", "resume=true"}),
+                     tmp / "out2.txt");
   INFO(resumed.output);
   REQUIRE(resumed.code == 0);
 

@@ -52,7 +52,7 @@ using yt::train_args;
 
 TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integration]") {
   yt::TempDir tmp;
-  const Finished f = run_to_end(train_args(tmp.path(), {"imgsz=60"}), tmp / "out.txt");
+  const Finished f = run_to_end(train_args(tmp.path(), {"imgsz=60", "plots=true"}), tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
   CHECK_THAT(f.output, Catch::Contains("imgsz=60 must be a multiple of 32, updating to 64"));
@@ -120,7 +120,7 @@ TEST_CASE("yolo_train trains and writes an Ultralytics-like run folder", "[integ
 TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "[integration]") {
   yt::TempDir tmp;
   const fs::path dir = tmp / "run";
-  yt::Child child = yt::spawn(train_args(tmp.path()), tmp / "out1.txt");
+  yt::Child child = yt::spawn(train_args(tmp.path(), {"plots=true"}), tmp / "out1.txt");
   REQUIRE(yt::wait_for_step(dir, 3));
   kill(child.pid, SIGTERM);
   const auto code = yt::wait_exit(child, 120s);
@@ -128,7 +128,7 @@ TEST_CASE("SIGTERM mid-epoch and resume=true end with byte-identical weights", "
   INFO(out);
   CHECK(code == 143);
   CHECK(status_of(dir)["state"] == "stopped");
-  const Finished resumed = run_to_end(train_args(tmp.path(), {"resume=true"}), tmp / "out2.txt");
+  const Finished resumed = run_to_end(train_args(tmp.path(), {"plots=true", "resume=true"}), tmp / "out2.txt");
   INFO(resumed.output);
   CHECK(resumed.code == 0);
   CHECK_THAT(resumed.output, Catch::Contains("resumed from step"));
@@ -416,7 +416,7 @@ TEST_CASE("yolo_train survives SIGKILL at random moments and resumes exactly", "
   const fs::path dir = tmp / "run";
   std::mt19937 rng(7);
   for (int trial = 0; trial < 10; ++trial) {
-    std::vector<std::string> extra = {"save_interval=0.05"};
+    std::vector<std::string> extra = {"save_interval=0.05", "plots=true"};  // killed while drawing too
     if (fs::exists(dir / "weights")) extra.push_back("resume=true");
     yt::Child child = yt::spawn(train_args(tmp.path(), extra), tmp / "out.txt");
     // SIGKILLed at a random moment of its life (startup ~0.6 s, then training and checkpoint writes
@@ -499,7 +499,7 @@ TEST_CASE("the Ultralytics form model=weights/last.pt resume=True continues the 
 
 TEST_CASE("plots=false draws nothing and trains the same weights as the run that draws", "[integration]") {
   yt::TempDir tmp;
-  const Finished f = run_to_end(train_args(tmp.path(), {"plots=false"}), tmp / "out.txt");
+  const Finished f = run_to_end(train_args(tmp.path(), {"plots=false"}), tmp / "out.txt");  // train_args' own
   INFO(f.output);
   REQUIRE(f.code == 0);
   for (const auto& e : fs::directory_iterator(tmp / "run")) {
@@ -508,14 +508,14 @@ TEST_CASE("plots=false draws nothing and trains the same weights as the run that
     CHECK(e.path().extension() != ".png");
     CHECK(e.path().filename() != "confusion_matrix.csv");
   }
-  CHECK(weights_of(tmp / "run") == baseline());  // baseline() draws (plots=true)
+  CHECK(weights_of(tmp / "run") == baseline({"plots=true"}));  // a run that draws
 }
 
 TEST_CASE("a picture that cannot be written is one warning and the run trains the same weights", "[integration]") {
   yt::TempDir tmp;
   fs::create_directories(tmp / "run" / "labels.jpg");  // folders where two pictures should go
   fs::create_directories(tmp / "run" / "results.png");
-  const Finished f = run_to_end(train_args(tmp.path(), {"exist_ok=true"}), tmp / "out.txt");
+  const Finished f = run_to_end(train_args(tmp.path(), {"exist_ok=true", "plots=true"}), tmp / "out.txt");
   INFO(f.output);
   REQUIRE(f.code == 0);
   const auto count = [&](const std::string& s) {
