@@ -16,17 +16,6 @@ std::string g6(double v) {
   return buf;
 }
 
-// A line's cells, the padding around each removed.
-std::vector<std::string> cells_of(const std::string& line) {
-  std::vector<std::string> cells;
-  std::istringstream in(line);
-  for (std::string cell; std::getline(in, cell, ',');) {
-    const auto first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
-    cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
-  }
-  return cells;
-}
-
 std::string joined(const std::vector<std::string>& cells) {
   std::string line;
   for (std::size_t i = 0; i < cells.size(); ++i) line += (i == 0 ? "" : ",") + cells[i];
@@ -53,12 +42,12 @@ std::string results_csv_with_time(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) return text;
-  std::vector<std::string> header = cells_of(line);
+  std::vector<std::string> header = plots::results_csv_cells(line);
   if (header.size() < 2 || header[0] != "epoch" || header[1] == "time") return text;
   header.insert(header.begin() + 1, "time");
   std::string out = joined(header);
   while (std::getline(in, line)) {
-    std::vector<std::string> row = cells_of(line);
+    std::vector<std::string> row = plots::results_csv_cells(line);
     if (row.empty()) continue;
     row.insert(row.begin() + 1, "");
     out += joined(row);

@@ -19,13 +19,6 @@ std::string trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream in(line);
-  for (std::string cell; std::getline(in, cell, ',');) out.push_back(trim(cell));
-  return out;
-}
-
 // scipy's "reflect": (d c b a | a b c d | d c b a).
 double reflected(const std::vector<double>& y, long i) {
   const long n = static_cast<long>(y.size());
@@ -53,14 +46,21 @@ std::vector<double> gaussian_filter1d(const std::vector<double>& y, double sigma
   return out;
 }
 
+std::vector<std::string> results_csv_cells(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) out.push_back(trim(cell));
+  return out;
+}
+
 data::Image plot_results(const std::string& results_csv) {
   std::stringstream in(results_csv);
   std::string line;
   if (!std::getline(in, line)) throw Error("plot_results: results.csv is empty");
-  const std::vector<std::string> header = split(line);
+  const std::vector<std::string> header = results_csv_cells(line);
   std::vector<std::vector<double>> columns(header.size());
   while (std::getline(in, line)) {
-    const auto cells = split(line);
+    const auto cells = results_csv_cells(line);
     if (cells.size() != header.size()) continue;  // a torn or foreign row
     for (std::size_t c = 0; c < cells.size(); ++c) columns[c].push_back(std::atof(cells[c].c_str()));
   }

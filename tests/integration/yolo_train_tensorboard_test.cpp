@@ -10,6 +10,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "results_csv.hpp"
 #include "test_support.hpp"
 #include "train_runs.hpp"
 
@@ -26,23 +27,6 @@ fs::path event_file(const fs::path& dir) {
   }
   REQUIRE(found.size() == 1);
   return found.front();
-}
-
-// results.csv as column name -> values (one per epoch).
-std::map<std::string, std::vector<double>> csv_columns(const std::string& csv) {
-  std::istringstream in(csv);
-  std::string line, cell;
-  std::getline(in, line);
-  std::vector<std::string> names;
-  for (std::istringstream header(line); std::getline(header, cell, ',');) {
-    names.push_back(cell.substr(cell.find_first_not_of(' ')));
-  }
-  std::map<std::string, std::vector<double>> out;
-  while (std::getline(in, line)) {
-    std::istringstream row(line);
-    for (std::size_t i = 0; std::getline(row, cell, ','); ++i) out[names.at(i)].push_back(std::stod(cell));
-  }
-  return out;
 }
 
 }  // namespace
@@ -89,17 +73,18 @@ TEST_CASE("tensorboard=true: the event file, read back independently, holds resu
   CHECK(box[3][1] == events["scalars"]["train/box_loss"][0][1]);
   CHECK(box[7][1] == events["scalars"]["train/box_loss"][1][1]);
   // Per epoch: the tags and values of results.csv.
-  const auto columns = csv_columns(yt::slurp(dir / "results.csv"));
+  const yt::Csv csv = yt::read_results(dir / "results.csv");
   std::size_t compared = 0;
-  for (const auto& [name, values] : columns) {
+  for (const std::string& name : csv.names) {
     if (name == "epoch" || name == "time") continue;
     CAPTURE(name);
     REQUIRE(events["scalars"].contains(name));
     const auto& points = events["scalars"][name];
-    REQUIRE(points.size() == values.size());
-    for (std::size_t e = 0; e < values.size(); ++e) {
+    REQUIRE(points.size() == csv.rows.size());
+    for (std::size_t e = 0; e < csv.rows.size(); ++e) {
+      const double value = csv.at(e, name);
       CHECK(points[e][0] == static_cast<long>(e + 1));
-      CHECK(std::abs(points[e][1].get<double>() - values[e]) <= 1e-4 * std::max(1.0, std::abs(values[e])));
+      CHECK(std::abs(points[e][1].get<double>() - value) <= 1e-4 * std::max(1.0, std::abs(value)));
     }
     ++compared;
   }

@@ -11,6 +11,10 @@ namespace yolotrain::plots {
 /// Ultralytics smooths the curves of results.png.
 std::vector<double> gaussian_filter1d(const std::vector<double>& y, double sigma);
 
+/// The cells of one results.csv line, the padding around each removed (spaces, tabs, a CR): how
+/// plot_results() reads a line, the current layout or the older one padded to 23 characters.
+std::vector<std::string> results_csv_cells(const std::string& line);
+
 /// Ultralytics 8.4's plot_results of a results.csv (the text): two rows of panels — the first half
 /// of the "loss" columns and of the "metric" columns, then the second halves (detection: train box,
 /// cls and dfl loss, precision, recall; val box, cls and dfl loss, mAP50, mAP50-95; segmentation
